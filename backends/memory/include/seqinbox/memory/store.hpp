@@ -1,0 +1,609 @@
+#pragma once
+// The in-memory store: the semantics of the PostgreSQL schema (see seqinbox/store/concept.hpp)
+// without a database. Transactions see committed rows plus their own writes; a claim insert waits
+// while another open transaction holds the key; instance locks are row locks held to the end of
+// the transaction; deleting an instance cascades. Thread-safe: any number of threads may run
+// transactions at once. Driven tasks (step_driver) park before every operation.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/error.hpp"
+#include "seqinbox/memory/detail/task_hook.hpp"
+#include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox::memory {
+
+namespace detail {
+
+struct claim_key_hash {
+    std::size_t operator()(const claim_key& k) const noexcept {
+        std::size_t h = std::hash<std::string>{}(k.type);
+        return h ^ (std::hash<std::string>{}(k.idempotence_id) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    }
+};
+
+struct claim_row {
+    instance_id instance = 0;
+    timestamp created_at{};
+};
+
+/// Uncommitted writes of one transaction, small and scanned linearly.
+struct overlay {
+    std::vector<std::pair<claim_key, std::optional<claim_row>>> claims;  // nullopt: deleted
+    std::vector<message_record> messages;                                 // inserted or updated
+    std::vector<std::pair<instance_id, instance_state>> instance_states;
+    std::vector<std::pair<std::string, std::string>> kv;
+};
+
+/// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).
+struct held_locks {
+    std::vector<claim_key> claims;
+    std::vector<instance_id> instances;
+    std::vector<message_id> messages;
+};
+
+struct tx_state {
+    std::uint64_t id = 0;
+    const task_state* owner = nullptr;  // the driven task that began it, if any
+    bool ended = false;
+    bool dead = false;  // its connection was lost
+    overlay writes;
+    held_locks locks;
+    std::vector<std::pair<overlay, held_locks>> savepoints;
+};
+
+template <class Row, class Key, class Project>
+Row* find_in(std::vector<Row>& rows, const Key& key, Project project) {
+    for (auto& row : rows)
+        if (project(row) == key) return &row;
+    return nullptr;
+}
+
+}  // namespace detail
+
+struct store_options {
+    /// How long a free (non-driven) thread waits for a lock before failing with a retryable
+    /// error, like PostgreSQL's lock_timeout. Driven tasks wait for as long as the test wants.
+    std::chrono::milliseconds lock_timeout{30'000};
+};
+
+class store {
+    struct instance_row {
+        sequence_instance row;
+        std::unordered_map<std::string, int> processed;            // committed PROCESSED rows per type
+        std::map<std::string, std::set<message_id>> waiting;       // committed WAITING rows per type
+        std::vector<message_id> messages;                          // every message row, for cascade
+        std::vector<claim_key> claims;                             // claims ever inserted, for cascade
+    };
+
+public:
+    class transaction;
+    using savepoint_id = std::size_t;
+
+    explicit store(store_options options = {}) : options_(options) {}
+    store(const store&) = delete;
+    store& operator=(const store&) = delete;
+
+    transaction begin();
+
+    sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
+                                             timestamp created_at, timestamp retain_until) {
+        yield_point("instance.create_or_get");
+        std::lock_guard lock(mutex_);
+        auto [it, inserted] = instance_index_.try_emplace(instance_key(sequence, context_id), next_id_);
+        if (inserted) {
+            instance_row row;
+            row.row = {next_id_++, sequence, context_id, instance_state::open, created_at, retain_until, {}};
+            instances_.emplace(it->second, std::move(row));
+        }
+        return instances_.at(it->second).row;
+    }
+
+    /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
+    /// Waits like a DELETE would while another transaction locks the instance.
+    void delete_instance(instance_id id);
+
+    /// Rolls back every open transaction begun by `task` and makes later calls on them fail
+    /// with a connection error, as pg_terminate_backend does to a backend.
+    void lose_connections_of(const detail::task_state* task) {
+        std::lock_guard lock(mutex_);
+        for (auto* tx : open_)
+            if (tx->owner == task) kill(*tx);
+        cv_.notify_all();
+    }
+
+    // ---- inspection of committed state (tests, demo, operators) ----
+    std::vector<sequence_instance> instances() const {
+        std::lock_guard lock(mutex_);
+        std::vector<sequence_instance> rows;
+        for (const auto& [id, row] : instances_) rows.push_back(row.row);
+        std::ranges::sort(rows, {}, &sequence_instance::id);
+        return rows;
+    }
+    std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) const {
+        std::lock_guard lock(mutex_);
+        auto it = instance_index_.find(instance_key(sequence, context_id));
+        if (it == instance_index_.end()) return std::nullopt;
+        return instances_.at(it->second).row;
+    }
+    std::vector<message_record> messages() const {
+        std::lock_guard lock(mutex_);
+        std::vector<message_record> rows;
+        for (const auto& [id, row] : messages_) rows.push_back(row);
+        std::ranges::sort(rows, {}, &message_record::id);
+        return rows;
+    }
+    std::vector<message_record> messages_with_key(const claim_key& key) const {
+        std::lock_guard lock(mutex_);
+        std::vector<message_record> rows;
+        auto [first, last] = messages_by_key_.equal_range(key);
+        for (auto it = first; it != last; ++it) rows.push_back(messages_.at(it->second));
+        std::ranges::sort(rows, {}, &message_record::id);
+        return rows;
+    }
+    bool has_claim(const claim_key& key) const {
+        std::lock_guard lock(mutex_);
+        return claims_.contains(key);
+    }
+    std::size_t claim_count() const {
+        std::lock_guard lock(mutex_);
+        return claims_.size();
+    }
+    std::size_t open_transaction_count() const {
+        std::lock_guard lock(mutex_);
+        return open_.size();
+    }
+    std::optional<std::string> kv_get(const std::string& key) const {
+        std::lock_guard lock(mutex_);
+        auto it = kv_.find(key);
+        if (it == kv_.end()) return std::nullopt;
+        return it->second;
+    }
+
+private:
+    friend class transaction;
+    using lock_guard = std::unique_lock<std::mutex>;
+
+    static std::string instance_key(const std::string& sequence, const std::string& context_id) {
+        std::string key;
+        key.reserve(sequence.size() + context_id.size() + 1);
+        key.append(sequence).push_back('\0');
+        key.append(context_id);
+        return key;
+    }
+
+    void ensure_usable(const detail::tx_state& tx) const {
+        if (tx.dead)
+            throw error(error_category::connection,
+                        "connection lost: transaction " + std::to_string(tx.id) + " was rolled back", "57P01");
+        if (tx.ended) throw error(error_category::misuse, "transaction " + std::to_string(tx.id) + " already ended");
+    }
+
+    /// Parks (driven task) or waits (free thread) while `conflict()` holds; rechecks liveness.
+    template <class Conflict>
+    void wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict) {
+        const auto deadline = std::chrono::steady_clock::now() + options_.lock_timeout;
+        while (conflict()) {
+            if (detail::current_task != nullptr) {
+                lock.unlock();
+                detail::park(detail::task_run::blocked, label);
+                lock.lock();
+            } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && conflict()) {
+                throw error(error_category::retryable,
+                            std::string("lock timeout while waiting for ") + std::string(label), "55P03");
+            }
+            if (tx != nullptr) ensure_usable(*tx);
+        }
+    }
+
+    /// Runs one operation of `tx`: parks a driven task first, then holds the store mutex.
+    template <class Op>
+    auto operate(detail::tx_state& tx, std::string_view label, Op op) {
+        yield_point(label);
+        lock_guard lock(mutex_);
+        ensure_usable(tx);
+        return op(lock);
+    }
+
+    static bool held_by_other(const std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash>& locks,
+                              const claim_key& key, const detail::tx_state& tx) {
+        auto it = locks.find(key);
+        return it != locks.end() && it->second != tx.id;
+    }
+    template <class Id>
+    static bool held_by_other(const std::unordered_map<Id, std::uint64_t>& locks, Id id, const detail::tx_state& tx) {
+        auto it = locks.find(id);
+        return it != locks.end() && it->second != tx.id;
+    }
+
+    void require_instance(instance_id id) const {
+        if (!instances_.contains(id))
+            throw error(error_category::retryable,
+                        "sequence instance " + std::to_string(id) + " no longer exists (removed by housekeeping?)",
+                        "23503");
+    }
+
+    // ---- visibility: committed rows overlaid with the transaction's own writes ----
+    std::optional<detail::claim_row> visible_claim(detail::tx_state& tx, const claim_key& key) const {
+        if (auto* own = detail::find_in(tx.writes.claims, key, [](auto& c) -> auto& { return c.first; }))
+            return own->second;
+        auto it = claims_.find(key);
+        if (it == claims_.end()) return std::nullopt;
+        return it->second;
+    }
+
+    std::optional<message_record> visible_message(detail::tx_state& tx, message_id id) const {
+        if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; })) return *own;
+        auto it = messages_.find(id);
+        if (it == messages_.end()) return std::nullopt;
+        return it->second;
+    }
+
+    // ---- locks ----
+    void lock_claim(detail::tx_state& tx, const claim_key& key) {
+        if (claim_locks_.try_emplace(key, tx.id).second) tx.locks.claims.push_back(key);
+    }
+    void lock_instance_row(lock_guard& lock, detail::tx_state& tx, instance_id id, std::string_view label) {
+        wait_while(lock, &tx, label, [&] { return held_by_other(instance_locks_, id, tx); });
+        require_instance(id);
+        if (instance_locks_.try_emplace(id, tx.id).second) tx.locks.instances.push_back(id);
+    }
+    void release_locks(detail::held_locks& locks, std::size_t claims, std::size_t instances, std::size_t messages) {
+        for (std::size_t i = claims; i < locks.claims.size(); ++i) claim_locks_.erase(locks.claims[i]);
+        for (std::size_t i = instances; i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
+        for (std::size_t i = messages; i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
+        locks.claims.resize(claims);
+        locks.instances.resize(instances);
+        locks.messages.resize(messages);
+    }
+
+    void finish(detail::tx_state& tx) {
+        release_locks(tx.locks, 0, 0, 0);
+        tx.writes = {};
+        tx.savepoints.clear();
+        tx.ended = true;
+        std::erase(open_, &tx);
+        cv_.notify_all();
+    }
+    void kill(detail::tx_state& tx) {
+        tx.dead = true;
+        finish(tx);
+    }
+
+    void apply(detail::tx_state& tx);
+    void apply_message(const message_record& row);
+    void forget_message_indexes(const message_record& row);
+
+    store_options options_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::int64_t next_id_ = 1;
+    std::uint64_t next_tx_ = 1;
+
+    std::unordered_map<instance_id, instance_row> instances_;
+    std::unordered_map<std::string, instance_id> instance_index_;
+    std::unordered_map<message_id, message_record> messages_;
+    std::unordered_multimap<claim_key, message_id, detail::claim_key_hash> messages_by_key_;
+    std::unordered_map<claim_key, detail::claim_row, detail::claim_key_hash> claims_;
+    std::map<std::string, std::string> kv_;
+
+    std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> claim_locks_;
+    std::unordered_map<instance_id, std::uint64_t> instance_locks_;
+    std::unordered_map<message_id, std::uint64_t> message_locks_;
+    std::vector<detail::tx_state*> open_;
+};
+
+/// One transaction on its own "connection". Move-only; rolls back when destroyed unactive.
+/// Not thread-safe: one thread uses a transaction at a time.
+class store::transaction {
+    // Defined first: the operations below deduce their return types from it.
+    template <class Op>
+    auto run(std::string_view label, Op op) {
+        if (store_ == nullptr) throw error(error_category::misuse, "use of a moved-from transaction");
+        return store_->operate(*tx_, label, [&](lock_guard& lock) { return op(*store_, *tx_, lock); });
+    }
+
+public:
+    transaction(transaction&& other) noexcept : store_(std::exchange(other.store_, nullptr)), tx_(std::move(other.tx_)) {}
+    transaction& operator=(transaction&& other) noexcept {
+        if (this != &other) {
+            abandon();
+            store_ = std::exchange(other.store_, nullptr);
+            tx_ = std::move(other.tx_);
+        }
+        return *this;
+    }
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+    ~transaction() { abandon(); }
+
+    std::uint64_t id() const noexcept { return tx_->id; }
+    /// True until commit, rollback or a lost connection.
+    bool active() const {
+        std::lock_guard lock(store_->mutex_);
+        return !tx_->ended;
+    }
+
+    bool insert_claim(const claim_key& key, instance_id instance, timestamp now) {
+        return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.wait_while(lock, &tx, "claim.insert", [&] { return s.held_by_other(s.claim_locks_, key, tx); });
+            if (s.visible_claim(tx, key)) return false;
+            s.require_instance(instance);
+            s.lock_claim(tx, key);
+            set_claim(tx, key, detail::claim_row{instance, now});
+            return true;
+        });
+    }
+
+    void delete_claim(const claim_key& key) {
+        run("claim.delete", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.wait_while(lock, &tx, "claim.delete", [&] { return s.held_by_other(s.claim_locks_, key, tx); });
+            if (!s.visible_claim(tx, key)) return;
+            s.lock_claim(tx, key);
+            set_claim(tx, key, std::nullopt);
+        });
+    }
+
+    std::vector<message_record> find_messages(const claim_key& key) {
+        return run("message.find", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            std::vector<message_record> rows;
+            auto [first, last] = s.messages_by_key_.equal_range(key);
+            for (auto it = first; it != last; ++it) rows.push_back(*s.visible_message(tx, it->second));
+            for (const auto& own : tx.writes.messages)
+                if (own.key() == key && !s.messages_.contains(own.id)) rows.push_back(own);
+            std::ranges::sort(rows, {}, &message_record::id);
+            return rows;
+        });
+    }
+
+    sequence_instance lock_instance(instance_id instance) {
+        return run("instance.lock", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.lock_instance_row(lock, tx, instance, "instance.lock");
+            sequence_instance row = s.instances_.at(instance).row;
+            if (auto* own = detail::find_in(tx.writes.instance_states, instance, [](auto& p) { return p.first; }))
+                row.state = own->second;
+            return row;
+        });
+    }
+
+    std::vector<std::string> processed_types(instance_id instance) {
+        return run("message.processed_types", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            s.require_instance(instance);
+            auto counts = s.instances_.at(instance).processed;
+            for (const auto& own : tx.writes.messages) {
+                if (own.instance != instance) continue;
+                if (auto it = s.messages_.find(own.id); it != s.messages_.end() && it->second.state == message_state::processed)
+                    --counts[own.type];
+                if (own.state == message_state::processed) ++counts[own.type];
+            }
+            std::vector<std::string> types;
+            for (const auto& [type, count] : counts)
+                if (count > 0) types.push_back(type);
+            return types;
+        });
+    }
+
+    std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types) {
+        return run("message.waiting", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            s.require_instance(instance);
+            const auto& waiting = s.instances_.at(instance).waiting;
+            std::vector<message_record> rows;
+            for (const auto& type : types) {
+                auto it = waiting.find(type);
+                if (it == waiting.end()) continue;
+                for (message_id id : it->second)
+                    if (auto row = s.visible_message(tx, id); row->state == message_state::waiting)
+                        rows.push_back(std::move(*row));
+            }
+            for (const auto& own : tx.writes.messages)
+                if (own.instance == instance && own.state == message_state::waiting && !s.messages_.contains(own.id) &&
+                    std::ranges::find(types, own.type) != types.end())
+                    rows.push_back(own);
+            std::ranges::sort(rows, {}, &message_record::id);
+            return rows;
+        });
+    }
+
+    message_id insert_message(const message_record& row) {
+        return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            s.require_instance(row.instance);
+            message_record copy = row;
+            copy.id = s.next_id_++;
+            tx.writes.messages.push_back(std::move(copy));
+            s.message_locks_.emplace(tx.writes.messages.back().id, tx.id);
+            tx.locks.messages.push_back(tx.writes.messages.back().id);
+            return tx.writes.messages.back().id;
+        });
+    }
+
+    void update_message_state(message_id id, message_state state, timestamp now) {
+        run("message.update", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.wait_while(lock, &tx, "message.update", [&] { return held_by_other(s.message_locks_, id, tx); });
+            auto row = s.visible_message(tx, id);
+            if (!row) throw error(error_category::internal, "sequenced message " + std::to_string(id) + " does not exist");
+            if (s.message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
+            row->state = state;
+            row->state_changed_at = now;
+            if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; }))
+                *own = std::move(*row);
+            else
+                tx.writes.messages.push_back(std::move(*row));
+        });
+    }
+
+    void close_instance(instance_id instance, timestamp) {
+        run("instance.close", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.lock_instance_row(lock, tx, instance, "instance.close");
+            if (auto* own = detail::find_in(tx.writes.instance_states, instance, [](auto& p) { return p.first; }))
+                own->second = instance_state::closed;
+            else
+                tx.writes.instance_states.emplace_back(instance, instance_state::closed);
+        });
+    }
+
+    savepoint_id savepoint() {
+        return run("savepoint", [&](store&, detail::tx_state& tx, lock_guard&) {
+            tx.savepoints.emplace_back(tx.writes, tx.locks);
+            return tx.savepoints.size() - 1;
+        });
+    }
+
+    void rollback_to(savepoint_id point) {
+        run("rollback_to", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            if (point >= tx.savepoints.size())
+                throw error(error_category::misuse, "no savepoint " + std::to_string(point));
+            auto& [writes, locks] = tx.savepoints[point];
+            tx.writes = writes;
+            s.release_locks(tx.locks, locks.claims.size(), locks.instances.size(), locks.messages.size());
+            tx.savepoints.resize(point + 1);
+            s.cv_.notify_all();
+        });
+    }
+
+    /// A business key-value table beside the inbox tables, so that tests can show a listener
+    /// committing atomically with the inbox state (propagation::required).
+    void put(const std::string& key, const std::string& value) {
+        run("kv.put", [&](store&, detail::tx_state& tx, lock_guard&) {
+            if (auto* own = detail::find_in(tx.writes.kv, key, [](auto& p) { return p.first; }))
+                own->second = value;
+            else
+                tx.writes.kv.emplace_back(key, value);
+        });
+    }
+    std::optional<std::string> get(const std::string& key) {
+        return run("kv.get", [&](store& s, detail::tx_state& tx, lock_guard&) -> std::optional<std::string> {
+            if (auto* own = detail::find_in(tx.writes.kv, key, [](auto& p) { return p.first; })) return own->second;
+            auto it = s.kv_.find(key);
+            if (it == s.kv_.end()) return std::nullopt;
+            return it->second;
+        });
+    }
+
+    /// Makes the writes visible and releases the locks; throws (connection) if it was lost.
+    void commit() {
+        run("commit", [&](store& s, detail::tx_state& tx, lock_guard&) {
+            s.apply(tx);
+            s.finish(tx);
+        });
+    }
+
+    /// Discards the writes; a no-op on an ended transaction.
+    void rollback() {
+        if (store_ == nullptr) return;
+        yield_point("rollback");
+        end_quietly();
+    }
+
+private:
+    friend class store;
+    transaction(store& s, std::shared_ptr<detail::tx_state> tx) : store_(&s), tx_(std::move(tx)) {}
+
+    static void set_claim(detail::tx_state& tx, const claim_key& key, std::optional<detail::claim_row> row) {
+        if (auto* own = detail::find_in(tx.writes.claims, key, [](auto& c) -> auto& { return c.first; }))
+            own->second = row;
+        else
+            tx.writes.claims.emplace_back(key, row);
+    }
+
+    void end_quietly() noexcept {
+        std::lock_guard lock(store_->mutex_);
+        if (!tx_->ended) store_->finish(*tx_);
+    }
+    void abandon() noexcept {
+        if (store_ != nullptr) end_quietly();
+        store_ = nullptr;
+    }
+
+    store* store_;
+    std::shared_ptr<detail::tx_state> tx_;
+};
+
+inline store::transaction store::begin() {
+    auto tx = std::make_shared<detail::tx_state>();
+    std::lock_guard lock(mutex_);
+    tx->id = next_tx_++;
+    tx->owner = detail::current_task;
+    open_.push_back(tx.get());
+    return transaction(*this, std::move(tx));
+}
+
+inline void store::forget_message_indexes(const message_record& row) {
+    auto& instance = instances_.at(row.instance);
+    if (row.state == message_state::processed) --instance.processed[row.type];
+    if (row.state == message_state::waiting) instance.waiting[row.type].erase(row.id);
+}
+
+inline void store::apply_message(const message_record& row) {
+    auto it = messages_.find(row.id);
+    if (it != messages_.end()) {
+        forget_message_indexes(it->second);
+        it->second = row;
+    } else {
+        messages_.emplace(row.id, row);
+        messages_by_key_.emplace(row.key(), row.id);
+        instances_.at(row.instance).messages.push_back(row.id);
+    }
+    auto& instance = instances_.at(row.instance);
+    if (row.state == message_state::processed) ++instance.processed[row.type];
+    if (row.state == message_state::waiting) instance.waiting[row.type].insert(row.id);
+}
+
+inline void store::apply(detail::tx_state& tx) {
+    for (auto& [key, row] : tx.writes.claims) {
+        if (row) {
+            if (claims_.insert_or_assign(key, *row).second) instances_.at(row->instance).claims.push_back(key);
+        } else
+            claims_.erase(key);
+    }
+    for (const auto& row : tx.writes.messages) apply_message(row);
+    for (const auto& [id, state] : tx.writes.instance_states) instances_.at(id).row.state = state;
+    for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
+}
+
+inline void store::delete_instance(instance_id id) {
+    yield_point("instance.delete");
+    lock_guard lock(mutex_);
+    auto references = [&] {
+        if (instance_locks_.contains(id)) return true;
+        return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
+            return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
+                   std::ranges::any_of(tx->writes.claims, [&](auto& c) { return c.second && c.second->instance == id; });
+        });
+    };
+    wait_while(lock, nullptr, "instance.delete", references);
+    auto it = instances_.find(id);
+    if (it == instances_.end()) return;
+    for (message_id m : it->second.messages) {
+        auto row = messages_.find(m);
+        auto [first, last] = messages_by_key_.equal_range(row->second.key());
+        for (auto k = first; k != last; ++k)
+            if (k->second == m) {
+                messages_by_key_.erase(k);
+                break;
+            }
+        messages_.erase(row);
+    }
+    for (const auto& key : it->second.claims)
+        if (auto c = claims_.find(key); c != claims_.end() && c->second.instance == id) claims_.erase(c);
+    instance_index_.erase(instance_key(it->second.row.sequence, it->second.row.context_id));
+    instances_.erase(it);
+    cv_.notify_all();
+}
+
+static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
+
+}  // namespace seqinbox::memory

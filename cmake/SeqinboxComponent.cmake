@@ -1,0 +1,26 @@
+# seqinbox_add_component(NAME INCLUDE_DIR dir [SOURCES ...] [DEPENDS ...])
+# Defines every component the same way: target seqinbox_NAME, alias seqinbox::NAME, export name
+# NAME, public headers from INCLUDE_DIR (installed to include/), header-only when no SOURCES.
+function(seqinbox_add_component name)
+  cmake_parse_arguments(arg "" "INCLUDE_DIR" "SOURCES;DEPENDS" ${ARGN})
+  set(target seqinbox_${name})
+  if(arg_SOURCES)
+    add_library(${target} ${arg_SOURCES})
+    set(scope PUBLIC)
+    target_link_libraries(${target} PRIVATE seqinbox_project_options)
+  else()
+    add_library(${target} INTERFACE)
+    set(scope INTERFACE)
+  endif()
+  add_library(seqinbox::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  target_compile_features(${target} ${scope} cxx_std_20)
+  target_include_directories(${target} ${scope}
+    $<BUILD_INTERFACE:${arg_INCLUDE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  if(arg_DEPENDS)
+    target_link_libraries(${target} ${scope} ${arg_DEPENDS})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY SEQINBOX_COMPONENTS ${name})
+  set_property(GLOBAL PROPERTY SEQINBOX_COMPONENT_${name}_INCLUDE_DIR ${arg_INCLUDE_DIR})
+endfunction()

@@ -1,0 +1,12 @@
+#pragma once
+#include <chrono>
+
+#include "seqinbox/clock/concept.hpp"
+
+namespace seqinbox::clocks {
+
+struct system_clock {
+    timestamp now() const { return std::chrono::system_clock::now(); }
+};
+
+}  // namespace seqinbox::clocks

@@ -1,0 +1,58 @@
+#pragma once
+// Declarations in C++: sequences, their message types and release conditions.
+// Templated on the decoded message type that extractors, filters and resolvers read.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/qualified_type.hpp"
+#include "seqinbox/envelope.hpp"
+
+namespace seqinbox {
+
+/// Returns the context id of a message, or nothing: then the message is not sequenced.
+template <class Message>
+using context_id_extractor = std::function<std::optional<std::string>(const Message&, const envelope&)>;
+
+/// Returns false for a message that must bypass the inbox (handled directly, never claimed).
+template <class Message>
+using message_filter = std::function<bool(const Message&, const envelope&)>;
+
+template <class Message>
+struct message_declaration {
+    std::string type;
+    std::string subtype;  ///< empty: the type has no subtypes
+    context_id_extractor<Message> context_id;
+    message_filter<Message> filter;  ///< empty: every message is sequenced
+    condition release;               ///< default: released immediately
+    std::string topic;               ///< empty: the source's default topic
+    std::string cluster;             ///< empty: the default cluster
+
+    std::string qualified_type() const { return qualify(type, subtype); }
+};
+
+template <class Message>
+struct sequence_declaration {
+    std::string name;
+    std::chrono::seconds retention{0};  ///< must be positive
+    std::vector<message_declaration<Message>> messages;
+};
+
+/// Resolves the subtype of a message of one type; `subtypes` lists every value it can return.
+template <class Message>
+struct subtype_resolver {
+    std::function<std::string(const Message&, const envelope&)> resolve;
+    std::vector<std::string> subtypes;
+};
+
+template <class Message>
+struct declarations {
+    std::vector<sequence_declaration<Message>> sequences;
+    std::map<std::string, subtype_resolver<Message>> resolvers;  ///< by message type
+};
+
+}  // namespace seqinbox

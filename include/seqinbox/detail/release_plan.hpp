@@ -1,0 +1,116 @@
+#pragma once
+// The bookkeeping of one release pass. Conditions are monotone (and/or of "type is PROCESSED"),
+// so a waiting message that is not ready only needs another look when one of the predecessors
+// it names becomes PROCESSED. Each message is therefore evaluated at most once per predecessor
+// type it names, and the pass costs O(W log W) for W waiting messages instead of the O(W^2) of
+// rescanning the waiting list after every release.
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/declare/condition.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox::detail {
+
+/// The PROCESSED qualified types of one instance; a sequence has few types, so a flat vector.
+class processed_set {
+public:
+    processed_set() = default;
+    explicit processed_set(std::vector<std::string> types) : types_(std::move(types)) {}
+
+    bool contains(const std::string& type) const { return std::ranges::find(types_, type) != types_.end(); }
+    /// Returns true when `type` was not PROCESSED before.
+    bool insert(const std::string& type) {
+        if (contains(type)) return false;
+        types_.push_back(type);
+        return true;
+    }
+    bool contains_all(const std::vector<std::string>& types) const {
+        return std::ranges::all_of(types, [&](const std::string& t) { return contains(t); });
+    }
+    auto is_processed() const {
+        return [this](const std::string& type) { return contains(type); };
+    }
+
+private:
+    std::vector<std::string> types_;
+};
+
+class release_plan {
+public:
+    /// `condition_of(type)` returns the release condition of a qualified type.
+    release_plan(std::function<const condition&(const std::string&)> condition_of, processed_set& processed)
+        : condition_of_(std::move(condition_of)), processed_(&processed) {}
+
+    /// True the first time a type is asked for: its waiting messages have to be fetched.
+    bool first_fetch(const std::string& type) {
+        if (std::ranges::find(fetched_, type) != fetched_.end()) return false;
+        fetched_.push_back(type);
+        return true;
+    }
+
+    void add(message_record row) {
+        entries_.push_back({std::move(row), false});
+        evaluate(entries_.size() - 1);
+    }
+
+    bool has_ready() const { return !ready_.empty(); }
+
+    /// The ready message that arrived first.
+    message_record take_next() {
+        std::size_t index = ready_.top().second;
+        ready_.pop();
+        return std::move(entries_[index].row);
+    }
+
+    /// Records that `type` became PROCESSED and re-examines the messages waiting on it.
+    /// Returns true when it was not PROCESSED before.
+    bool mark_processed(const std::string& type) {
+        if (!processed_->insert(type)) return false;
+        auto it = parked_.find(type);
+        if (it == parked_.end()) return true;
+        auto indices = std::move(it->second);
+        parked_.erase(it);
+        for (std::size_t index : indices)
+            if (!entries_[index].queued) evaluate(index);
+        return true;
+    }
+
+private:
+    struct entry {
+        message_record row;
+        bool queued;
+    };
+
+    void evaluate(std::size_t index) {
+        entry& e = entries_[index];
+        const condition& cond = condition_of_(e.row.type);
+        if (cond.satisfied(processed_->is_processed())) {
+            e.queued = true;
+            ready_.emplace(e.row.id, index);
+            return;
+        }
+        cond.for_each_predecessor([&](const std::string& predecessor) {
+            if (!processed_->contains(predecessor)) {
+                auto& list = parked_[predecessor];
+                if (list.empty() || list.back() != index) list.push_back(index);
+            }
+        });
+    }
+
+    using ready_item = std::pair<message_id, std::size_t>;
+    std::function<const condition&(const std::string&)> condition_of_;
+    processed_set* processed_;
+    std::vector<std::string> fetched_;
+    std::vector<entry> entries_;
+    std::priority_queue<ready_item, std::vector<ready_item>, std::greater<>> ready_;
+    std::unordered_map<std::string, std::vector<std::size_t>> parked_;
+};
+
+}  // namespace seqinbox::detail

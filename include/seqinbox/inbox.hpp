@@ -1,0 +1,419 @@
+#pragma once
+// basic_inbox: processes every delivery once and in the declared order per context (SPEC §2).
+//
+// Thread-safety: register listeners (on) before the first delivery; after that, deliver,
+// poll_once and drain may be called from any number of threads at once, provided the policies
+// are thread-safe as documented by their concepts (the in-memory ones are). Several inbox objects
+// sharing one store behave like several service instances sharing one database.
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/claim/concept.hpp"
+#include "seqinbox/claim/insert_first.hpp"
+#include "seqinbox/clock/concept.hpp"
+#include "seqinbox/clock/system_clock.hpp"
+#include "seqinbox/decode/concept.hpp"
+#include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/declare/sequence.hpp"
+#include "seqinbox/detail/catalog.hpp"
+#include "seqinbox/detail/release_plan.hpp"
+#include "seqinbox/envelope.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/listener.hpp"
+#include "seqinbox/log/concept.hpp"
+#include "seqinbox/log/null_logger.hpp"
+#include "seqinbox/metrics/concept.hpp"
+#include "seqinbox/metrics/null_metrics.hpp"
+#include "seqinbox/outcome.hpp"
+#include "seqinbox/propagation/concept.hpp"
+#include "seqinbox/propagation/not_supported.hpp"
+#include "seqinbox/propagation/required.hpp"
+#include "seqinbox/propagation/requires_new.hpp"
+#include "seqinbox/sink/concept.hpp"
+#include "seqinbox/source/concept.hpp"
+#include "seqinbox/store/concept.hpp"
+
+namespace seqinbox {
+
+template <class Store, class Source, class ErrorSink, class Claim = claim::insert_first,
+          class Propagation = propagation::not_supported, class Decoder = decode::header_decoder,
+          class Clock = clocks::system_clock, class Metrics = metrics::null_metrics, class Logger = log::null_logger>
+class basic_inbox {
+    static_assert(store<Store>, "seqinbox: the Store policy must model seqinbox::store (seqinbox/store/concept.hpp)");
+    static_assert(message_source<Source>,
+                  "seqinbox: the Source policy must model seqinbox::message_source (seqinbox/source/concept.hpp)");
+    static_assert(error_sink<ErrorSink>,
+                  "seqinbox: the ErrorSink policy must model seqinbox::error_sink (seqinbox/sink/concept.hpp)");
+    static_assert(claim_strategy<Claim, typename Store::transaction>,
+                  "seqinbox: the Claim policy must model seqinbox::claim_strategy (seqinbox/claim/concept.hpp)");
+    static_assert(propagation_policy<Propagation, Store>,
+                  "seqinbox: the Propagation policy must model seqinbox::propagation_policy (seqinbox/propagation/concept.hpp)");
+    static_assert(decoder<Decoder>, "seqinbox: the Decoder policy must model seqinbox::decoder (seqinbox/decode/concept.hpp)");
+    static_assert(clock<Clock>, "seqinbox: the Clock policy must model seqinbox::clock (seqinbox/clock/concept.hpp)");
+    static_assert(metrics_sink<Metrics>,
+                  "seqinbox: the Metrics policy must model seqinbox::metrics_sink (seqinbox/metrics/concept.hpp)");
+    static_assert(logger<Logger>, "seqinbox: the Logger policy must model seqinbox::logger (seqinbox/log/concept.hpp)");
+
+public:
+    using message_type = typename Decoder::message_type;
+    using transaction = typename Store::transaction;
+    using context = listener_context<transaction>;
+    using listener_fn = listener<message_type, transaction>;
+    using declarations_type = declarations<message_type>;
+
+    basic_inbox(Store& store, Source& source, ErrorSink& sink, declarations_type decls, Decoder decoder = {},
+                Clock clock = {}, Metrics metrics = {}, Logger logger = {})
+        : store_(&store), source_(&source), sink_(&sink), catalog_(std::move(decls)), decoder_(std::move(decoder)),
+          clock_(std::move(clock)), metrics_(std::move(metrics)), logger_(std::move(logger)) {}
+
+    basic_inbox(const basic_inbox&) = delete;
+    basic_inbox& operator=(const basic_inbox&) = delete;
+
+    /// Registers the listener of a declared qualified type (`Type` or `Type.SUBTYPE`).
+    basic_inbox& on(const std::string& qualified_type, listener_fn fn) {
+        if (ready_.load()) throw error(error_category::misuse, "listener for '" + qualified_type + "' registered after the first delivery");
+        if (!catalog_.find(qualified_type))
+            throw error(error_category::misuse, "no declared message type '" + qualified_type + "' to listen to");
+        if (!fn) throw error(error_category::misuse, "empty listener for '" + qualified_type + "'");
+        if (!listeners_.emplace(qualified_type, std::move(fn)).second)
+            throw error(error_category::misuse, "a listener for '" + qualified_type + "' is already registered");
+        return *this;
+    }
+
+    /// Takes the decision for one delivery and makes it durable. Does not acknowledge: the
+    /// caller acknowledges when this returns. Throws (connection, retryable, ...) when no
+    /// durable decision was reached; the delivery must then be delivered again.
+    delivery_result deliver(const envelope& record) {
+        ensure_ready();
+        const auto started = std::chrono::steady_clock::now();
+        auto result = decide(record);
+        metrics_.handled(result.qualified_type, std::chrono::steady_clock::now() - started);
+        return result;
+    }
+
+    /// Polls one delivery from the source, decides it and acknowledges it.
+    std::optional<delivery_result> poll_once() {
+        auto record = source_->poll();
+        if (!record) return std::nullopt;
+        auto result = deliver(*record);
+        source_->acknowledge(*record);
+        return result;
+    }
+
+    /// Polls until the source has nothing ready; returns how many deliveries were decided.
+    std::size_t drain() {
+        std::size_t count = 0;
+        while (poll_once()) ++count;
+        return count;
+    }
+
+    Store& store() noexcept { return *store_; }
+    Metrics& metrics() noexcept { return metrics_; }
+    const declarations_type& declared() const noexcept { return catalog_.declared(); }
+
+private:
+    using entry = typename detail::catalog<message_type>::type_entry;
+    /// Inbox state follows the listener into T1 under `required`, else gets its own transaction.
+    using state_step = std::conditional_t<Propagation::joins_claim_transaction, propagation::required, propagation::requires_new>;
+
+    struct delivery {
+        const envelope& record;
+        message_type message;
+        const entry* type;
+        std::string idempotence_id;
+        std::string context_id;
+        claim_key key() const { return {type->qualified, idempotence_id}; }
+    };
+
+    void ensure_ready() {
+        if (ready_.load(std::memory_order_acquire)) return;
+        std::lock_guard lock(ready_mutex_);
+        if (ready_.load()) return;
+        std::vector<std::string> missing;
+        for (const auto& seq : catalog_.declared().sequences)
+            for (const auto& msg : seq.messages)
+                if (!listeners_.contains(msg.qualified_type())) missing.push_back(msg.qualified_type());
+        if (!missing.empty()) throw error(error_category::misuse, "no listener registered for declared types", missing);
+        ready_.store(true, std::memory_order_release);
+    }
+
+    delivery_result decide(const envelope& record) {
+        std::optional<decoded<message_type>> decoded_message;
+        try {
+            decoded_message.emplace(decoder_.decode(record));
+        } catch (const std::exception& e) {
+            return reject(record, std::string("undecodable: ") + e.what(), {}, {});
+        }
+        const entry* type = resolve(*decoded_message, record);
+        if (type == nullptr) return reject(record, rejection_reason(*decoded_message, record), decoded_message->type, decoded_message->idempotence_id);
+
+        delivery d{record, std::move(decoded_message->message), type, std::move(decoded_message->idempotence_id), {}};
+        const auto& decl = *type->declaration;
+        if (decl.filter && !decl.filter(d.message, record)) return handle_directly(d);
+        auto context_id = decl.context_id(d.message, record);
+        if (!context_id || context_id->empty()) return handle_directly(d);
+        d.context_id = std::move(*context_id);
+        return sequence(d);
+    }
+
+    const entry* resolve(const decoded<message_type>& m, const envelope& record) const {
+        if (const auto* resolver = catalog_.resolver(m.type))
+            return catalog_.find(qualify(m.type, resolver->resolve(m.message, record)));
+        return catalog_.find(m.type);
+    }
+
+    std::string rejection_reason(const decoded<message_type>& m, const envelope& record) const {
+        if (const auto* resolver = catalog_.resolver(m.type))
+            return "subtype '" + resolver->resolve(m.message, record) + "' of message type '" + m.type + "' is not declared";
+        return "unknown message type '" + m.type + "'";
+    }
+
+    delivery_result reject(const envelope& record, std::string reason, std::string type, std::string idempotence_id) {
+        log(log_level::warn, [&] { return "rejected " + type + "/" + idempotence_id + ": " + reason; });
+        metrics_.failed(type);
+        sink_->publish({record, reason, type, idempotence_id, {}});
+        return {outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0};
+    }
+
+    /// Step 2: not sequenced, so no claim and no inbox row.
+    delivery_result handle_directly(delivery& d) {
+        delivery_result result{outcome::not_sequenced, d.type->qualified, d.idempotence_id, {}, 0, 0};
+        try {
+            invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, nullptr);
+        } catch (const std::exception& e) {
+            sink_->publish({d.record, listener_failure(e), d.type->qualified, d.idempotence_id, {}});
+            result.outcome = outcome::failed;
+        }
+        log(log_level::info, [&] { return "not sequenced " + describe(d) + " -> " + std::string(to_string(result.outcome)); });
+        return result;
+    }
+
+    /// Steps 3 to 7 of SPEC §2.
+    delivery_result sequence(delivery& d) {
+        const auto& seq = *d.type->sequence;
+        const timestamp now = clock_.now();
+        const sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
+        delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
+
+        transaction t1 = store_->begin();
+        if (Claim::acquire(t1, d.key(), instance.id, now) == claim_outcome::already_claimed) {
+            t1.commit();
+            return skipped(d, result, "already claimed");
+        }
+        const auto existing = t1.find_messages(d.key());
+        std::optional<message_id> failed_row;
+        for (const auto& row : existing)
+            if (row.state == message_state::failed) failed_row = row.id;
+        if (has_handled_row(existing)) {
+            if (existing.size() > 1)
+                log(log_level::warn, [&] { return std::to_string(existing.size()) + " historical rows for " + describe(d) + ", treated as handled"; });
+            if (std::ranges::any_of(existing, [](auto& r) { return r.state == message_state::processed; }))
+                heal(t1, instance.id, d, result);
+            t1.commit();
+            return skipped(d, result, "already handled");
+        }
+
+        t1.lock_instance(instance.id);
+        detail::processed_set processed(t1.processed_types(instance.id));
+        if (!d.type->declaration->release.satisfied(processed.is_processed())) {
+            buffer(t1, instance.id, d, now);
+            t1.commit();
+            result.outcome = outcome::buffered;
+            log(log_level::info, [&] { return "buffered " + describe(d); });
+            metrics_.buffered(d.type->qualified);
+            return result;
+        }
+        try {
+            invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
+        } catch (const std::exception& e) {
+            fail_direct(t1, instance.id, d, failed_row, listener_failure(e));
+            result.outcome = outcome::failed;
+            return result;
+        }
+        state_step::run(*store_, t1, [&](transaction* tx) {
+            if (failed_row)
+                tx->update_message_state(*failed_row, message_state::processed, clock_.now());
+            else
+                tx->insert_message(row_for(instance.id, d, message_state::processed, now, false));
+        });
+        result.outcome = outcome::processed;
+        log(log_level::info, [&] { return "processed " + describe(d); });
+        after_processed(t1, instance.id, d, processed, d.type->qualified, result);
+        t1.commit();
+        return result;
+    }
+
+    static bool has_handled_row(const std::vector<message_record>& rows) {
+        return std::ranges::any_of(rows, [](const message_record& r) { return r.state != message_state::failed; });
+    }
+
+    delivery_result& skipped(const delivery& d, delivery_result& result, const char* why) {
+        log(log_level::info, [&] { return "skipped duplicate " + describe(d) + " (" + why + ")"; });
+        metrics_.duplicate(d.type->qualified);
+        return result;
+    }
+
+    /// A duplicate of a PROCESSED message still runs a release pass: if the process died between
+    /// storing PROCESSED and releasing its successors, the redelivery releases them.
+    void heal(transaction& t1, instance_id instance, const delivery& d, delivery_result& result) {
+        t1.lock_instance(instance);
+        detail::processed_set processed(t1.processed_types(instance));
+        after_processed(t1, instance, d, processed, d.type->qualified, result);
+    }
+
+    void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
+        state_step::run(*store_, t1, [&](transaction* tx) {
+            tx->insert_message(row_for(instance, d, message_state::waiting, now, true));
+        });
+    }
+
+    /// The listener threw on the direct path: FAILED in its own transaction, error sink, roll
+    /// back T1 (the claim disappears, so a resend retries).
+    void fail_direct(transaction& t1, instance_id instance, const delivery& d, std::optional<message_id> failed_row,
+                     const std::string& reason) {
+        const timestamp now = clock_.now();
+        propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
+            if (failed_row)
+                tx->update_message_state(*failed_row, message_state::failed, now);
+            else
+                tx->insert_message(row_for(instance, d, message_state::failed, now, false));
+        });
+        sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
+        t1.rollback();
+        metrics_.failed(d.type->qualified);
+        log(log_level::warn, [&] { return "failed " + describe(d) + ": " + reason; });
+    }
+
+    /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
+    void after_processed(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
+                         const std::string& type, delivery_result& result) {
+        detail::release_plan plan([this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; },
+                                  processed);
+        plan.mark_processed(type);
+        fetch_dependents(t1, instance, plan, type);
+        while (plan.has_ready()) {
+            message_record row = plan.take_next();
+            if (!replay(t1, row, d.context_id)) {
+                ++result.release_failures;
+                continue;
+            }
+            ++result.released;
+            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, plan, row.type);
+        }
+        if (processed.contains_all(*d.type->sequence_types)) close_if_open(t1, instance);
+    }
+
+    void fetch_dependents(transaction& t1, instance_id instance, detail::release_plan& plan, const std::string& type) {
+        std::vector<std::string> wanted;
+        for (const auto& dependent : catalog_.find(type)->dependents)
+            if (plan.first_fetch(dependent)) wanted.push_back(dependent);
+        if (wanted.empty()) return;
+        for (auto& row : t1.waiting_messages(instance, wanted)) plan.add(std::move(row));
+    }
+
+    void close_if_open(transaction& t1, instance_id instance) {
+        if (t1.lock_instance(instance).state == instance_state::closed) return;
+        t1.close_instance(instance, clock_.now());
+        log(log_level::info, [&] { return "closed instance " + std::to_string(instance); });
+    }
+
+    /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
+    /// deleted in one transaction, so a resend can retry and nothing is lost.
+    bool replay(transaction& t1, const message_record& row, const std::string& context_id) {
+        const entry& type = *catalog_.find(row.type);
+        const envelope& record = *row.payload;
+        try {
+            auto again = decoder_.decode(record);
+            guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
+        } catch (const std::exception& e) {
+            sink_->publish({record, listener_failure(e), row.type, row.idempotence_id, context_id});
+            propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
+                tx->update_message_state(row.id, message_state::failed, clock_.now());
+                Claim::forget(*tx, row.key());
+            });
+            metrics_.failed(row.type);
+            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + ": " + e.what(); });
+            return false;
+        }
+        const timestamp now = clock_.now();
+        state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, now); });
+        metrics_.released(row.type, now - row.created_at);
+        log(log_level::info, [&] { return "released " + row.type + "/" + row.idempotence_id; });
+        return true;
+    }
+
+    /// Under `required` the listener writes into T1, so a failing replay must undo only its own
+    /// writes: a savepoint scopes them.
+    void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
+                        const std::string& idempotence_id, const std::string& context_id) {
+        if constexpr (Propagation::joins_claim_transaction) {
+            auto point = t1.savepoint();
+            try {
+                invoke(message, record, type, idempotence_id, context_id, true, &t1);
+            } catch (...) {
+                t1.rollback_to(point);
+                throw;
+            }
+        } else {
+            invoke(message, record, type, idempotence_id, context_id, true, &t1);
+        }
+    }
+
+    /// Runs the listener under the Propagation policy; `t1` is null on the unsequenced path.
+    void invoke(const message_type& message, const envelope& record, const entry& type, const std::string& idempotence_id,
+                const std::string& context_id, bool replayed, transaction* t1) {
+        const listener_fn& fn = listeners_.at(type.qualified);
+        auto call = [&](transaction* tx) { fn(message, context{record, type.qualified, idempotence_id, context_id, replayed, tx}); };
+        if (t1 == nullptr)
+            call(nullptr);
+        else
+            Propagation::run(*store_, *t1, call);
+        metrics_.consumed(type.qualified);
+    }
+
+    message_record row_for(instance_id instance, const delivery& d, message_state state, timestamp now, bool keep_payload) const {
+        message_record row;
+        row.instance = instance;
+        row.type = d.type->qualified;
+        row.idempotence_id = d.idempotence_id;
+        row.state = state;
+        row.created_at = now;
+        row.state_changed_at = now;
+        if (keep_payload) row.payload = d.record;
+        return row;
+    }
+
+    static std::string listener_failure(const std::exception& e) { return std::string("listener failed: ") + e.what(); }
+
+    static std::string describe(const delivery& d) {
+        return d.type->qualified + "/" + d.idempotence_id + (d.context_id.empty() ? "" : " context " + d.context_id);
+    }
+
+    template <class Build>
+    void log(log_level level, Build build) {
+        if (logger_.enabled(level)) logger_.log(level, build());
+    }
+
+    Store* store_;
+    Source* source_;
+    ErrorSink* sink_;
+    detail::catalog<message_type> catalog_;
+    Decoder decoder_;
+    Clock clock_;
+    Metrics metrics_;
+    Logger logger_;
+    std::unordered_map<std::string, listener_fn> listeners_;
+    std::atomic<bool> ready_{false};
+    std::mutex ready_mutex_;
+};
+
+}  // namespace seqinbox

@@ -1,0 +1,20 @@
+#pragma once
+// The metrics sink policy. Calls happen on the delivering thread; a sink shared by several
+// threads must be thread-safe.
+#include <chrono>
+#include <concepts>
+#include <string_view>
+
+namespace seqinbox {
+
+template <class M>
+concept metrics_sink = requires(M& m, std::string_view type, std::chrono::nanoseconds d) {
+    { m.consumed(type) } -> std::same_as<void>;     ///< a listener completed for a sequenced message
+    { m.buffered(type) } -> std::same_as<void>;     ///< a message started waiting
+    { m.released(type, d) } -> std::same_as<void>;  ///< a waiting message was released after d
+    { m.failed(type) } -> std::same_as<void>;       ///< a listener threw or a message was rejected
+    { m.duplicate(type) } -> std::same_as<void>;    ///< a delivery was skipped as already handled
+    { m.handled(type, d) } -> std::same_as<void>;   ///< one delivery took d end to end
+};
+
+}  // namespace seqinbox

@@ -1,0 +1,61 @@
+#pragma once
+// The store policy: where inbox state lives and which decisions it makes atomically.
+//
+// A store hands out transactions. Every operation named here must have the semantics of the
+// PostgreSQL schema in schema/ under READ COMMITTED:
+//  - a transaction sees committed rows and its own writes, never another's uncommitted writes;
+//  - insert_claim is INSERT ... ON CONFLICT (message_type, idempotence_id) DO NOTHING: it returns
+//    true when this transaction inserted the key, false when a committed claim exists, and WAITS
+//    while another open transaction holds an uncommitted insert or delete of the same key;
+//  - lock_instance is SELECT ... FOR NO KEY UPDATE: it waits while another transaction holds it
+//    and keeps the lock until commit or rollback; it does not block row inserts of other
+//    transactions that reference the instance (FK key-share locks);
+//  - deleting an instance cascades to its claims and messages;
+//  - a lost connection rolls back the transaction and makes every later call on it throw
+//    seqinbox::error with category `connection`.
+// A transaction that is destroyed without commit() rolls back. commit() never hides a failure.
+#include <concepts>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox {
+
+template <class T>
+concept store_transaction =
+    std::movable<T> &&
+    requires(T& tx, const claim_key& key, instance_id instance, message_id id, timestamp now,
+             const message_record& row, message_state state, std::span<const std::string> types) {
+        { tx.insert_claim(key, instance, now) } -> std::same_as<bool>;
+        { tx.delete_claim(key) } -> std::same_as<void>;
+        /// Every row with this key: more than one can exist in databases older than the claim.
+        { tx.find_messages(key) } -> std::same_as<std::vector<message_record>>;
+        { tx.lock_instance(instance) } -> std::same_as<sequence_instance>;
+        /// Distinct qualified types PROCESSED in the instance.
+        { tx.processed_types(instance) } -> std::same_as<std::vector<std::string>>;
+        /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
+        { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
+        /// Inserts `row` (its id is ignored) and returns the new id.
+        { tx.insert_message(row) } -> std::same_as<message_id>;
+        { tx.update_message_state(id, state, now) } -> std::same_as<void>;
+        { tx.close_instance(instance, now) } -> std::same_as<void>;
+        { tx.savepoint() };
+        { tx.rollback_to(tx.savepoint()) } -> std::same_as<void>;
+        { tx.commit() } -> std::same_as<void>;
+        { tx.rollback() } -> std::same_as<void>;
+    };
+
+template <class S>
+concept store = requires(S& s, const std::string& name, timestamp t) {
+    typename S::transaction;
+    requires store_transaction<typename S::transaction>;
+    { s.begin() } -> std::same_as<typename S::transaction>;
+    /// Atomically creates the OPEN instance (name, context id) or returns the existing one;
+    /// concurrent calls yield one row and never fail because of each other.
+    { s.create_or_get_instance(name, name, t, t) } -> std::same_as<sequence_instance>;
+};
+
+}  // namespace seqinbox

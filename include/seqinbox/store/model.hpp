@@ -1,0 +1,64 @@
+#pragma once
+// The rows every store keeps (SPEC §1): sequence instances, sequenced messages, claims.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "seqinbox/envelope.hpp"
+
+namespace seqinbox {
+
+using instance_id = std::int64_t;
+using message_id = std::int64_t;
+
+enum class message_state { waiting, processed, failed };
+enum class instance_state { open, closed };
+
+constexpr std::string_view to_string(message_state s) noexcept {
+    switch (s) {
+    case message_state::waiting: return "WAITING";
+    case message_state::processed: return "PROCESSED";
+    case message_state::failed: return "FAILED";
+    }
+    return "?";
+}
+
+constexpr std::string_view to_string(instance_state s) noexcept {
+    return s == instance_state::open ? "OPEN" : "CLOSED";
+}
+
+/// The claim key: (qualified type, idempotence id). The sequence is not part of it because a
+/// qualified type belongs to at most one sequence.
+struct claim_key {
+    std::string type;
+    std::string idempotence_id;
+    friend bool operator==(const claim_key&, const claim_key&) = default;
+    friend auto operator<=>(const claim_key&, const claim_key&) = default;
+};
+
+struct sequence_instance {
+    instance_id id = 0;
+    std::string sequence;
+    std::string context_id;
+    instance_state state = instance_state::open;
+    timestamp created_at{};
+    timestamp retain_until{};
+    std::optional<timestamp> remove_after;
+};
+
+/// A sequenced message row. `payload` is kept while the message waits (buffered delivery).
+struct message_record {
+    message_id id = 0;
+    instance_id instance = 0;
+    std::string type;  ///< qualified type
+    std::string idempotence_id;
+    message_state state = message_state::waiting;
+    timestamp created_at{};
+    timestamp state_changed_at{};
+    std::optional<envelope> payload;
+
+    claim_key key() const { return {type, idempotence_id}; }
+};
+
+}  // namespace seqinbox

@@ -1,0 +1,358 @@
+#define BOOST_TEST_MODULE declarations
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/declare/validate.hpp"
+
+namespace {
+
+namespace si = seqinbox;
+using namespace std::chrono_literals;
+using si::after;
+using si::all_of;
+using si::any_of;
+
+using message = std::string;
+using decls_t = si::declarations<message>;
+using message_decl = si::message_declaration<message>;
+using sequence_decl = si::sequence_declaration<message>;
+constexpr auto npos = si::declaration_problem::npos;
+
+/// A message declaration from a qualified type (`Type` or `Type.SUBTYPE`) with a trivial extractor.
+message_decl msg(std::string_view qualified, si::condition release = {}) {
+    message_decl m;
+    const auto dot = qualified.find('.');
+    m.type = std::string(qualified.substr(0, dot));
+    if (dot != std::string_view::npos) m.subtype = std::string(qualified.substr(dot + 1));
+    m.context_id = [](const message& body, const si::envelope&) { return std::optional<std::string>(body); };
+    m.release = std::move(release);
+    return m;
+}
+
+message_decl on(message_decl m, std::string topic, std::string cluster = {}) {
+    m.topic = std::move(topic);
+    m.cluster = std::move(cluster);
+    return m;
+}
+
+sequence_decl seq(std::string name, std::vector<message_decl> messages) {
+    return {std::move(name), 24h, std::move(messages)};
+}
+
+si::subtype_resolver<message> resolver(std::vector<std::string> subtypes) {
+    return {[](const message& body, const si::envelope&) { return body; }, std::move(subtypes)};
+}
+
+decls_t one(sequence_decl s) {
+    decls_t d;
+    d.sequences.push_back(std::move(s));
+    return d;
+}
+
+std::string dump(const std::vector<si::declaration_problem>& problems) {
+    std::string text = std::to_string(problems.size()) + " problem(s)";
+    for (const auto& p : problems)
+        text += "\n  [" + std::to_string(p.sequence) + "," + std::to_string(p.message_index) + "] " + p.message;
+    return text;
+}
+
+bool contains(std::string_view text, std::string_view fragment) { return text.find(fragment) != std::string_view::npos; }
+
+/// The details of the error `validate` throws; fails the test when it accepts `d`.
+std::vector<std::string> rejection_details(const decls_t& d) {
+    try {
+        si::validate(d);
+    } catch (const si::error& e) {
+        BOOST_TEST((e.category() == si::error_category::configuration));
+        BOOST_TEST(contains(e.what(), "invalid sequence declarations"));
+        return e.details();
+    }
+    BOOST_FAIL("validate accepted invalid declarations");
+    return {};
+}
+
+/// `d` has exactly the problems whose messages contain `fragments` (one list per problem, in
+/// order) at the given locations, and `validate` throws them as details.
+struct expected_problem {
+    std::vector<std::string> fragments;
+    std::size_t sequence = npos;
+    std::size_t message_index = npos;
+};
+
+void expect_problems(const decls_t& d, const std::vector<expected_problem>& expected) {
+    const auto problems = si::find_problems(d);
+    BOOST_TEST_CONTEXT(dump(problems)) {
+        BOOST_TEST_REQUIRE(problems.size() == expected.size());
+        std::vector<std::string> messages;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            for (const auto& f : expected[i].fragments)
+                BOOST_TEST(contains(problems[i].message, f), "problem " << i << " lacks '" << f << "'");
+            BOOST_TEST(problems[i].sequence == expected[i].sequence);
+            BOOST_TEST(problems[i].message_index == expected[i].message_index);
+            messages.push_back(problems[i].message);
+        }
+        BOOST_TEST(rejection_details(d) == messages, boost::test_tools::per_element());
+    }
+}
+
+void expect_problem(const decls_t& d, std::vector<std::string> fragments, std::size_t sequence,
+                    std::size_t message_index = npos) {
+    expect_problems(d, {{std::move(fragments), sequence, message_index}});
+}
+
+void expect_valid(const decls_t& d) {
+    const auto problems = si::find_problems(d);
+    BOOST_TEST(problems.empty(), dump(problems));
+    BOOST_CHECK_NO_THROW(si::validate(d));
+}
+
+}  // namespace
+
+// ---- accepted ----
+
+BOOST_AUTO_TEST_CASE(accepts_two_sequences_with_subtypes_across_them) {
+    decls_t d;
+    d.sequences.push_back(seq("OrderSequence", {msg("OrderCreated"), msg("OrderValidated.STOCK_AVAILABLE", after("OrderCreated"))}));
+    d.sequences.push_back(seq("RefundSequence", {msg("OrderValidated.REFUND"), msg("RefundPaid", after("OrderValidated.REFUND"))}));
+    d.resolvers.emplace("OrderValidated", resolver({"STOCK_AVAILABLE", "REFUND"}));
+    expect_valid(d);
+}
+
+BOOST_AUTO_TEST_CASE(accepts_nested_all_of_and_any_of) {
+    expect_valid(one(seq("OrderSequence", {
+        msg("OrderCreated"),
+        msg("OrderValidated", after("OrderCreated")),
+        msg("OrderPrepared", after("OrderValidated")),
+        msg("OrderExpedited", after("OrderValidated")),
+        msg("OrderShipped", all_of({after("OrderValidated"),
+                                    any_of({after("OrderPrepared"),
+                                            all_of({after("OrderExpedited"), after("OrderCreated")})})})),
+    })));
+}
+
+BOOST_AUTO_TEST_CASE(accepts_any_of_with_a_harmless_cycle) {
+    expect_valid(one(seq("S", {msg("A"), msg("B", any_of({after("A"), after("C")})), msg("C", after("B"))})));
+}
+
+BOOST_AUTO_TEST_CASE(accepts_topics_and_clusters) {
+    decls_t d = one(seq("S", {
+        on(msg("A"), "orders", "main"),
+        on(msg("B.X", after("A")), "payments", "backup"),
+        on(msg("B.Y", after("A")), "payments", "backup"),
+        on(msg("C", after("B.X")), "", "backup"),
+    }));
+    d.resolvers.emplace("B", resolver({"X", "Y"}));
+    expect_valid(d);
+}
+
+// ---- rejected: sequences and messages ----
+
+BOOST_AUTO_TEST_CASE(rejects_missing_sequence_name) {
+    expect_problem(one(seq("", {msg("A")})), {"sequences[0] has no name"}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_duplicate_sequence_name) {
+    decls_t d;
+    d.sequences.push_back(seq("S", {msg("A")}));
+    d.sequences.push_back(seq("S", {msg("B")}));
+    expect_problem(d, {"sequence 'S'", "already used by sequences[0]"}, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_empty_sequence) {
+    expect_problem(one(seq("Empty", {})), {"sequence 'Empty': declares no message types"}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_missing_type) {
+    expect_problem(one(seq("S", {msg("A"), msg("")})), {"sequence 'S': messages[1] has no type"}, 0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_missing_context_id_extractor) {
+    auto m = msg("A");
+    m.context_id = nullptr;
+    expect_problem(one(seq("S", {m})), {"sequence 'S': type 'A': no context id extractor"}, 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_zero_or_negative_retention) {
+    auto s = seq("S", {msg("A")});
+    s.retention = 0s;
+    expect_problem(one(s), {"sequence 'S': retention period must be positive, got 0s"}, 0);
+    s.retention = -5s;
+    expect_problem(one(s), {"sequence 'S': retention period must be positive, got -5s"}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_type_declared_twice_in_one_sequence) {
+    expect_problem(one(seq("S", {msg("A"), msg("B"), msg("A")})),
+                   {"sequence 'S': type 'A': declared twice in this sequence (messages[0] and messages[2])"}, 0, 2);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_type_declared_in_two_sequences) {
+    decls_t d;
+    d.sequences.push_back(seq("S1", {msg("A"), msg("B")}));
+    d.sequences.push_back(seq("S2", {msg("B")}));
+    expect_problem(d, {"sequence 'S2': type 'B': already declared in sequence 'S1' messages[1]"}, 1, 0);
+}
+
+// ---- rejected: subtypes, resolvers, topics ----
+
+BOOST_AUTO_TEST_CASE(rejects_subtype_without_resolver) {
+    expect_problem(one(seq("S", {msg("A.X"), msg("A.Y")})),
+                   {"type 'A' is declared with subtypes 'X', 'Y' but no subtype resolver is registered for 'A'"}, 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_resolver_for_type_without_subtypes) {
+    decls_t d = one(seq("S", {msg("A")}));
+    d.resolvers.emplace("A", resolver({"X"}));
+    expect_problem(d, {"subtype resolver for type 'A': the type is never declared with a subtype"}, npos);
+    d.resolvers.clear();
+    d.resolvers.emplace("Ghost", resolver({"X"}));
+    expect_problem(d, {"subtype resolver for type 'Ghost': the type is not declared in any sequence"}, npos);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_resolver_without_resolve_function) {
+    decls_t d = one(seq("S", {msg("A.X")}));
+    d.resolvers.emplace("A", resolver({"X"}));
+    d.resolvers["A"].resolve = nullptr;
+    expect_problem(d, {"subtype resolver for type 'A' has no resolve function"}, npos);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_type_with_and_without_subtype) {
+    decls_t d;
+    d.sequences.push_back(seq("S1", {msg("A")}));
+    d.sequences.push_back(seq("S2", {msg("A.X")}));
+    d.resolvers.emplace("A", resolver({"X"}));
+    expect_problem(d, {"type 'A' is declared both without subtype (sequence 'S1' messages[0])",
+                       "with subtype 'X' (sequence 'S2' messages[0])"},
+                   1, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_subtypes_on_different_topics) {
+    decls_t d = one(seq("S", {on(msg("A.X"), "orders"), on(msg("A.Y"), "orders", "backup"), on(msg("A.Z"), "orders")}));
+    d.resolvers.emplace("A", resolver({"X", "Y", "Z"}));
+    expect_problem(d, {"subtypes of type 'A' are declared on different topics",
+                       "topic 'orders': 'A.X', 'A.Z'", "topic 'orders' of cluster 'backup': 'A.Y'"},
+                   0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_resolver_listing_an_undeclared_subtype) {
+    decls_t d = one(seq("S", {msg("A.X")}));
+    d.resolvers.emplace("A", resolver({"X", "W"}));
+    expect_problem(d, {"subtype resolver for type 'A' can return subtype 'W', which is not declared (declared: 'X')"}, npos);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_declared_subtype_the_resolver_cannot_return) {
+    decls_t d = one(seq("S", {msg("A.X"), msg("A.Y")}));
+    d.resolvers.emplace("A", resolver({"X"}));
+    expect_problem(d, {"sequence 'S': type 'A.Y': the subtype resolver of 'A' cannot return subtype 'Y' (it lists 'X')"}, 0, 1);
+}
+
+// ---- rejected: release conditions ----
+
+BOOST_AUTO_TEST_CASE(rejects_undeclared_predecessor) {
+    expect_problem(one(seq("OrderSequence", {msg("OrderCreated"), msg("OrderShipped", after("OrderPacked"))})),
+                   {"sequence 'OrderSequence': type 'OrderShipped': predecessor 'OrderPacked' is not declared in this sequence"},
+                   0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_predecessor_from_another_sequence) {
+    decls_t d;
+    d.sequences.push_back(seq("S1", {msg("A")}));
+    d.sequences.push_back(seq("S2", {msg("B", after("A"))}));
+    expect_problem(d, {"sequence 'S2': type 'B': predecessor 'A' is not declared in this sequence",
+                       "it belongs to sequence 'S1'"},
+                   1, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_unqualified_predecessor_of_a_subtyped_type) {
+    decls_t d = one(seq("S", {msg("A.X"), msg("A.Y"), msg("B", after("A"))}));
+    d.resolvers.emplace("A", resolver({"X", "Y"}));
+    expect_problem(d, {"predecessor 'A' is not declared in this sequence", "did you mean one of 'A.X', 'A.Y'?"}, 0, 2);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_empty_node) {
+    expect_problem(one(seq("S", {msg("A"), msg("B", all_of({}))})),
+                   {"sequence 'S': type 'B': release condition has an empty all_of node"}, 0, 1);
+    // An empty any_of can never hold; that blocks B but is reported once, as the empty node.
+    expect_problem(one(seq("S", {msg("A"), msg("B", all_of({after("A"), any_of({})}))})),
+                   {"sequence 'S': type 'B': release condition has an empty any_of node"}, 0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_node_with_one_child) {
+    expect_problem(one(seq("S", {msg("A"), msg("B", any_of({after("A")}))})),
+                   {"sequence 'S': type 'B': release condition has an any_of with a single child (after A)"}, 0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_duplicate_predecessors_in_one_node) {
+    expect_problem(one(seq("S", {msg("A"), msg("B"), msg("C", all_of({after("A"), after("B"), after("A"), after("A")}))})),
+                   {"sequence 'S': type 'C': predecessor 'A' is listed more than once in one all_of"}, 0, 2);
+    // The same predecessor in two different nodes is fine.
+    expect_valid(one(seq("S", {msg("A"), msg("B"), msg("C", any_of({after("A"), all_of({after("A"), after("B")})}))})));
+}
+
+BOOST_AUTO_TEST_CASE(rejects_type_that_is_its_own_predecessor) {
+    expect_problem(one(seq("S", {msg("A"), msg("B", any_of({after("A"), all_of({after("A"), after("B")})}))})),
+                   {"sequence 'S': type 'B': names itself as predecessor"}, 0, 1);
+    // Reported once for B; C, blocked by B, is reported on its own.
+    expect_problems(one(seq("S", {msg("B", after("B")), msg("C", after("B"))})),
+                    {{{"sequence 'S': type 'B': names itself as predecessor"}, 0, 0},
+                     {{"sequence 'S': type 'C' can never be released: blocked by 'B', which names itself as predecessor"}, 0, 1}});
+}
+
+BOOST_AUTO_TEST_CASE(rejects_types_that_can_never_be_released) {
+    expect_problem(one(seq("S", {msg("A"), msg("B", after("C")), msg("C", after("B"))})),
+                   {"sequence 'S': types 'B', 'C' can never be released: cycle B -> C -> B"}, 0, 1);
+    // Types blocked by a cycle are listed with it; the cycle goes through and/or nodes.
+    expect_problem(one(seq("S", {
+                       msg("A"),
+                       msg("D", after("B")),
+                       msg("B", all_of({after("A"), after("C")})),
+                       msg("C", any_of({after("E"), all_of({after("A"), after("B")})})),
+                       msg("E", after("C")),
+                   })),
+                   {"sequence 'S': types 'D', 'B', 'C', 'E' can never be released: cycle C -> E -> C"}, 0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(reports_each_cycle_once) {
+    expect_problems(one(seq("S", {msg("A", after("B")), msg("B", after("A")), msg("C", after("D")), msg("D", after("C")),
+                                  msg("E", all_of({after("A"), after("C")}))})),
+                    {{{"types 'A', 'B', 'E' can never be released: cycle A -> B -> A"}, 0, 0},
+                     {{"types 'C', 'D' can never be released: cycle C -> D -> C"}, 0, 2}});
+}
+
+BOOST_AUTO_TEST_CASE(reports_types_blocked_by_an_undeclared_predecessor) {
+    expect_problems(one(seq("S", {msg("A", after("X")), msg("B", after("A"))})),
+                    {{{"type 'A': predecessor 'X' is not declared in this sequence"}, 0, 0},
+                     {{"type 'B' can never be released: blocked by 'A', which waits for 'X', which is not declared"}, 0, 1}});
+}
+
+// ---- several problems at once ----
+
+BOOST_AUTO_TEST_CASE(reports_every_problem) {
+    decls_t d;
+    auto broken = seq("", {msg("A"), msg("A"), msg("B.X", after("Z"))});
+    broken.retention = 0s;
+    broken.messages[0].context_id = nullptr;
+    d.sequences.push_back(broken);
+    d.sequences.push_back(seq("T", {msg("C", any_of({after("C")}))}));
+    d.resolvers.emplace("Ghost", resolver({}));
+    expect_problems(d, {
+        {{"sequences[0] has no name"}, 0, npos},
+        {{"sequences[0] (unnamed): retention period must be positive"}, 0, npos},
+        {{"sequences[0] (unnamed): type 'A': no context id extractor"}, 0, 0},
+        {{"type 'B.X': predecessor 'Z' is not declared in this sequence"}, 0, 2},
+        {{"sequence 'T': type 'C': release condition has an any_of with a single child (after C)"}, 1, 0},
+        {{"sequence 'T': type 'C': names itself as predecessor"}, 1, 0},
+        {{"type 'A': declared twice in this sequence (messages[0] and messages[1])"}, 0, 1},
+        {{"type 'B' is declared with subtypes 'X' but no subtype resolver is registered for 'B'"}, 0, 2},
+        {{"subtype resolver for type 'Ghost': the type is not declared in any sequence"}, npos, npos},
+    });
+    // The error carries them all, one detail each.
+    const auto details = rejection_details(d);
+    BOOST_TEST(details.size() == 9u);
+}
