@@ -116,6 +116,7 @@ foreach(_seqinbox_c IN LISTS _seqinbox_components)
     DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR})
   # Public headers only live in the include dir (private ones stay in src/), so install it all.
   get_property(_seqinbox_dir GLOBAL PROPERTY SEQINBOX_COMPONENT_${_seqinbox_c}_INCLUDE_DIR)
+  file(REAL_PATH "${_seqinbox_dir}" _seqinbox_dir)  # a symlinked dir would be installed as the link
   install(DIRECTORY "${_seqinbox_dir}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL)
 endforeach()
 

@@ -5,6 +5,9 @@
 # CXX_COMPILER, CXX_LAUNCHER and RANGE_V3_DIR.
 cmake_minimum_required(VERSION 3.25)
 include("${PARAMS}")
+if(NOT IS_DIRECTORY "${BINARY_DIR}" OR NOT WORK_DIR)
+  message(FATAL_ERROR "run.cmake: PARAMS must set BINARY_DIR and WORK_DIR")
+endif()
 set(source_dir "${CMAKE_CURRENT_LIST_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -14,7 +17,8 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 # step_output, and stops the test with that output when the outcome is not the expected one.
 function(step name expectation)
   list(POP_FRONT ARGN)  # COMMAND
-  message(STATUS "[${name}] ${ARGN}")
+  list(JOIN ARGN " " shown)
+  message(STATUS "[${name}] ${shown}")
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(expectation STREQUAL "EXPECT_OK" AND NOT result EQUAL 0)
     message(FATAL_ERROR "[${name}] failed (${result}):\n${out}")
@@ -24,7 +28,8 @@ function(step name expectation)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 
-# configure(<build dir> <extra -D...>): the consumer project against the installed prefix only.
+# Arguments configuring the consumer project against the installed prefix (and the same
+# compiler, launcher, generator and range-v3 as this build).
 set(configure_args -G "${GENERATOR}"
   "-DCMAKE_PREFIX_PATH=${prefix}"
   "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF"
@@ -62,7 +67,8 @@ message(STATUS "[run] ${step_output}")
 # 2. Only the asked components (and their dependencies) are loaded.
 step(probe_core EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WORK_DIR}/probe-core"
   ${configure_args} -DSEQINBOX_CONSUMER_PROBE=ON -DSEQINBOX_CONSUMER_COMPONENTS=core)
-if(NOT step_output MATCHES "probe: found=(1|TRUE) loaded=seqinbox::core schema=${prefix}/")
+string(FIND "${step_output}" "schema=${prefix}/" at)
+if(NOT step_output MATCHES "probe: found=(1|TRUE) loaded=seqinbox::core schema=" OR at EQUAL -1)
   message(FATAL_ERROR "[probe_core] COMPONENTS core must load seqinbox::core only:\n${step_output}")
 endif()
 

@@ -1,0 +1,79 @@
+#pragma once
+// Command-line parsing shared by the subcommands: `--name value`, `--name=value` and flags.
+// A usage_error ends the program with exit code 2; its text names the offending word.
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace seqinbox::cli {
+
+/// Exit codes of every subcommand.
+enum exit_code : int { exit_ok = 0, exit_check_failed = 1, exit_usage = 2 };
+
+/// The command line is wrong (unknown subcommand or option, missing or malformed value).
+class usage_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Walks the arguments of one subcommand. Typical use:
+///   for (option_reader r(args, "demo"); r.next();)
+///       if (r.flag("--quiet")) ... else if (auto v = r.value("--seed")) ... else r.unknown();
+class option_reader {
+public:
+    option_reader(std::span<const std::string_view> args, std::string_view command) : args_(args), command_(command) {}
+
+    /// Moves to the next argument; false at the end.
+    bool next() {
+        if (index_ >= args_.size()) return false;
+        current_ = args_[index_++];
+        return true;
+    }
+
+    std::string_view current() const noexcept { return current_; }
+
+    /// True when the current argument is the flag `name`.
+    bool flag(std::string_view name) const { return current_ == name; }
+
+    /// The value of option `name` given as `name value` or `name=value`; nothing when the current
+    /// argument is another option. Throws usage_error when the value is missing.
+    std::optional<std::string_view> value(std::string_view name) {
+        if (current_ == name) {
+            if (index_ >= args_.size()) throw usage_error(prefix() + "option '" + std::string(name) + "' needs a value");
+            return args_[index_++];
+        }
+        if (current_.size() > name.size() && current_.starts_with(name) && current_[name.size()] == '=')
+            return current_.substr(name.size() + 1);
+        return std::nullopt;
+    }
+
+    /// Parses the value of option `name` as an unsigned integer in [min, max].
+    std::uint64_t number(std::string_view name, std::string_view text, std::uint64_t min, std::uint64_t max) const {
+        std::uint64_t n = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec != std::errc{} || end != text.data() + text.size() || n < min || n > max)
+            throw usage_error(prefix() + "option '" + std::string(name) + "' expects a whole number from " +
+                              std::to_string(min) + " to " + std::to_string(max) + ", not '" + std::string(text) + "'");
+        return n;
+    }
+
+    /// Throws the usage error for the current argument.
+    [[noreturn]] void unknown() const {
+        if (current_.starts_with('-')) throw usage_error(prefix() + "unknown option '" + std::string(current_) + "'");
+        throw usage_error(prefix() + "unexpected argument '" + std::string(current_) + "'");
+    }
+
+private:
+    std::string prefix() const { return "seqinbox " + std::string(command_) + ": "; }
+
+    std::span<const std::string_view> args_;
+    std::string_view command_;
+    std::string_view current_;
+    std::size_t index_ = 0;
+};
+
+}  // namespace seqinbox::cli

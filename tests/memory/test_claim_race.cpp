@@ -1,0 +1,164 @@
+// Concurrent deliveries of one logical message, driven step by step from this thread.
+#define BOOST_TEST_MODULE claim_race
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <stdexcept>
+
+#include "seqinbox/claim/check_then_insert.hpp"
+#include "seqinbox/memory/inbox.hpp"
+#include "seqinbox/memory/step_driver.hpp"
+#include "support/world.hpp"
+
+using namespace seqinbox;
+using memory::task_status;
+
+namespace {
+
+/// Two service instances sharing one store, each delivering from its own task.
+template <class Claim>
+struct two_instances {
+    using inbox_type = memory::basic_inbox<Claim>;
+
+    memory::store store;
+    memory::source source;
+    memory::error_sink sink;
+    testing::call_log calls;
+    int failures_to_inject = 0;
+    inbox_type a{store, source, sink, testing::order_declarations()};
+    inbox_type b{store, source, sink, testing::order_declarations()};
+    memory::step_driver driver{store};
+    delivery_result result_a, result_b;
+
+    two_instances() {
+        for (auto* inbox : {&a, &b})
+            for (const auto& msg : inbox->declared().sequences[0].messages)
+                inbox->on(msg.qualified_type(), [this](const std::string&, const typename inbox_type::context& ctx) {
+                    memory::yield_point("listener");
+                    if (failures_to_inject > 0) {
+                        --failures_to_inject;
+                        throw std::runtime_error("injected listener failure");
+                    }
+                    calls.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+                });
+    }
+
+    memory::step_driver::task_id spawn(inbox_type& inbox, delivery_result& out, const envelope& e) {
+        return driver.spawn(&inbox == &a ? "A" : "B", [&inbox, &out, e] { out = inbox.deliver(e); });
+    }
+
+    std::size_t rows(const std::string& type, const std::string& id) { return store.messages_with_key({type, id}).size(); }
+};
+
+const envelope created = testing::record("OrderCreated", "c1", "o1");
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(winner_commits_loser_is_skipped) {
+    two_instances<claim::insert_first> w;
+    auto a = w.spawn(w.a, w.result_a, created);
+    auto b = w.spawn(w.b, w.result_b, created);
+
+    w.driver.run_until(a, "claim.insert");
+    w.driver.step(a);  // A holds the uncommitted claim
+    w.driver.run_until(b, "claim.insert");
+    BOOST_TEST((w.driver.step(b) == task_status::blocked));
+    BOOST_TEST(w.driver.position(b) == "claim.insert");
+
+    w.driver.run_until(a, "commit");
+    BOOST_TEST((w.driver.step(b) == task_status::blocked));  // still waiting while A is in flight
+    BOOST_TEST(w.calls.size() == 1u);
+    w.driver.finish(a);
+    w.driver.finish(b);
+
+    BOOST_TEST((w.result_a.outcome == outcome::processed));
+    BOOST_TEST((w.result_b.outcome == outcome::duplicate));
+    BOOST_TEST(w.calls.count("OrderCreated", "c1") == 1u);
+    BOOST_TEST(w.rows("OrderCreated", "c1") == 1u);
+    BOOST_TEST(w.store.has_claim({"OrderCreated", "c1"}));
+}
+
+BOOST_AUTO_TEST_CASE(winner_rolls_back_loser_takes_over) {
+    two_instances<claim::insert_first> w;
+    w.failures_to_inject = 1;  // A's listener throws, so A rolls T1 back
+    auto a = w.spawn(w.a, w.result_a, created);
+    auto b = w.spawn(w.b, w.result_b, created);
+
+    w.driver.run_until(a, "listener");
+    w.driver.run_until(b, "claim.insert");
+    BOOST_TEST((w.driver.step(b) == task_status::blocked));
+    w.driver.finish(a);  // FAILED stored, error sink, rollback
+    BOOST_TEST((w.result_a.outcome == outcome::failed));
+    BOOST_TEST(!w.store.has_claim({"OrderCreated", "c1"}));
+
+    BOOST_TEST((w.driver.step(b) == task_status::parked));  // the claim insert now returns 1
+    w.driver.finish(b);
+    BOOST_TEST((w.result_b.outcome == outcome::processed));
+    BOOST_TEST(w.calls.count("OrderCreated", "c1") == 1u);  // only B's invocation succeeded
+    BOOST_TEST(w.sink.size() == 1u);
+    auto rows = w.store.messages_with_key({"OrderCreated", "c1"});
+    BOOST_TEST_REQUIRE(rows.size() == 1u);  // A's FAILED row became PROCESSED
+    BOOST_TEST((rows[0].state == message_state::processed));
+}
+
+BOOST_AUTO_TEST_CASE(winner_loses_its_connection_loser_takes_over) {
+    two_instances<claim::insert_first> w;
+    auto a = w.spawn(w.a, w.result_a, created);
+    auto b = w.spawn(w.b, w.result_b, created);
+
+    w.driver.run_until(a, "message.find");  // A holds the claim
+    w.driver.run_until(b, "claim.insert");
+    BOOST_TEST((w.driver.step(b) == task_status::blocked));
+    w.driver.lose_connection(a);
+    BOOST_TEST(w.store.open_transaction_count() == 1u);  // A's T1 is gone, B's waits
+
+    w.driver.finish(b);
+    BOOST_TEST((w.result_b.outcome == outcome::processed));
+    BOOST_TEST((w.driver.finish(a) == task_status::failed));
+    try {
+        std::rethrow_exception(w.driver.failure(a));
+    } catch (const seqinbox::error& e) {
+        BOOST_TEST((e.category() == error_category::connection));
+    }
+    BOOST_TEST(w.calls.count("OrderCreated", "c1") == 1u);
+    BOOST_TEST(w.rows("OrderCreated", "c1") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(check_then_insert_lets_both_invoke_the_listener) {
+    // The interleaving of winner_commits_loser_is_skipped, with the legacy strategy: both
+    // deliveries pass the check before either stores its row.
+    two_instances<claim::check_then_insert> w;
+    auto a = w.spawn(w.a, w.result_a, created);
+    auto b = w.spawn(w.b, w.result_b, created);
+
+    w.driver.run_until(a, "message.find");
+    w.driver.step(a);  // A checked: nothing there
+    w.driver.run_until(b, "message.find");
+    w.driver.step(b);  // B checked: nothing there either, A's row is not committed
+    w.driver.finish(a);
+    w.driver.finish(b);
+
+    BOOST_TEST((w.result_a.outcome == outcome::processed));
+    BOOST_TEST((w.result_b.outcome == outcome::processed));
+    BOOST_TEST(w.calls.count("OrderCreated", "c1") == 2u);  // the race the claim removes
+    BOOST_TEST(w.rows("OrderCreated", "c1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_predecessor_and_successor_are_serialised_by_the_instance_lock) {
+    // B (needs A) and A arrive at once. Whatever the interleaving, B is either buffered and then
+    // released by A, or sees A PROCESSED: it is never lost and never runs before A.
+    for (int a_first_steps = 0; a_first_steps < 12; ++a_first_steps) {
+        two_instances<claim::insert_first> w;
+        auto a = w.spawn(w.a, w.result_a, created);
+        auto b = w.spawn(w.b, w.result_b, testing::record("OrderValidated", "v1", "o1"));
+        for (int i = 0; i < a_first_steps && !w.driver.done(a); ++i) w.driver.step(a);
+        while (!w.driver.done(a) || !w.driver.done(b)) {
+            if (!w.driver.done(b)) w.driver.step(b);
+            if (!w.driver.done(a)) w.driver.step(a);
+        }
+        BOOST_TEST((w.driver.status(a) == task_status::finished));
+        BOOST_TEST((w.driver.status(b) == task_status::finished));
+        BOOST_TEST((w.calls.order_of("o1") == std::vector<std::string>{"OrderCreated", "OrderValidated"}),
+                   "A first for " << a_first_steps << " steps");
+    }
+}
