@@ -12,21 +12,21 @@ namespace seqinbox {
 using timestamp = std::chrono::system_clock::time_point;
 
 struct header {
-    std::string name;
-    std::string value;
+    std::string name{};
+    std::string value{};
     friend bool operator==(const header&, const header&) = default;
 };
 
 /// A raw delivery: key, value and headers plus its origin. Stored verbatim when buffered.
 struct envelope {
-    std::string key;
-    std::string value;
-    std::vector<header> headers;
-    std::string topic;
+    std::string key{};
+    std::string value{};
+    std::vector<header> headers{};
+    std::string topic{};
     std::int32_t partition = 0;
     std::int64_t offset = -1;
     timestamp time{};
-    std::string cluster;
+    std::string cluster{};
 
     /// First header named `name`, if any.
     std::optional<std::string_view> find_header(std::string_view name) const {

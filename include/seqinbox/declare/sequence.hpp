@@ -24,34 +24,34 @@ using message_filter = std::function<bool(const Message&, const envelope&)>;
 
 template <class Message>
 struct message_declaration {
-    std::string type;
-    std::string subtype;  ///< empty: the type has no subtypes
-    context_id_extractor<Message> context_id;
-    message_filter<Message> filter;  ///< empty: every message is sequenced
-    condition release;               ///< default: released immediately
-    std::string topic;               ///< empty: the source's default topic
-    std::string cluster;             ///< empty: the default cluster
+    std::string type{};
+    std::string subtype{};  ///< empty: the type has no subtypes
+    context_id_extractor<Message> context_id{};
+    message_filter<Message> filter{};  ///< empty: every message is sequenced
+    condition release{};               ///< default: released immediately
+    std::string topic{};               ///< empty: the source's default topic
+    std::string cluster{};             ///< empty: the default cluster
 
     std::string qualified_type() const { return qualify(type, subtype); }
 };
 
 template <class Message>
 struct sequence_declaration {
-    std::string name;
+    std::string name{};
     std::chrono::seconds retention{0};  ///< must be positive
-    std::vector<message_declaration<Message>> messages;
+    std::vector<message_declaration<Message>> messages{};
 };
 
 /// Resolves the subtype of a message of one type; `subtypes` lists every value it can return.
 template <class Message>
 struct subtype_resolver {
-    std::function<std::string(const Message&, const envelope&)> resolve;
-    std::vector<std::string> subtypes;
+    std::function<std::string(const Message&, const envelope&)> resolve{};
+    std::vector<std::string> subtypes{};
 };
 
 template <class Message>
 struct declarations {
-    std::vector<sequence_declaration<Message>> sequences;
+    std::vector<sequence_declaration<Message>> sequences{};
     std::map<std::string, subtype_resolver<Message>> resolvers;  ///< by message type
 };
 

@@ -1,0 +1,44 @@
+#pragma once
+// The conformance fixture (tests/conformance/backend.hpp) for the in-memory backend.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/backend.hpp"
+#include "seqinbox/memory/store.hpp"
+
+namespace seqinbox::conformance {
+
+struct memory_backend {
+    using store_type = memory::store;
+
+    store_type store;
+    memory::source source;
+    memory::error_sink error_sink;
+    clocks::manual_clock clock;
+
+    template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
+    using inbox_type = seqinbox::basic_inbox<store_type, memory::source, memory::error_sink, Claim, Propagation,
+                                             decode::header_decoder, clocks::manual_clock>;
+
+    std::vector<message_record> messages_with_key(const claim_key& key) const { return store.messages_with_key(key); }
+    bool has_claim(const claim_key& key) const { return store.has_claim(key); }
+    std::size_t claim_count() const { return store.claim_count(); }
+    std::vector<message_record> messages() const { return store.messages(); }
+    std::vector<sequence_instance> instances() const { return store.instances(); }
+    std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) const {
+        return store.find_instance(sequence, context_id);
+    }
+
+    static void business_put(store_type::transaction& tx, const std::string& key, const std::string& value) {
+        tx.put(key, value);
+    }
+    std::optional<std::string> business_get(const std::string& key) const { return store.kv_get(key); }
+    static std::uint64_t transaction_id(const store_type::transaction& tx) { return tx.id(); }
+};
+
+static_assert(backend<memory_backend>, "memory_backend must model the conformance fixture contract");
+
+}  // namespace seqinbox::conformance
