@@ -1,2 +1,86 @@
+// The `seqinbox` program: a table of subcommands, each with a one-line summary and its own --help.
+// Exit status: 0 success, 1 a check failed (or an error stopped the command), 2 usage error.
+#include <algorithm>
+#include <array>
+#include <exception>
 #include <iostream>
-int main() { std::cerr << "usage: seqinbox demo\n"; return 2; }
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "demo.hpp"
+#include "options.hpp"
+
+namespace {
+
+using namespace seqinbox::cli;
+
+struct subcommand {
+    std::string_view name;
+    std::string_view summary;
+    int (*run)(std::span<const std::string_view> args);  ///< throws usage_error on a bad command line
+};
+
+constexpr std::array subcommands{
+    subcommand{"demo", "run an order sequence through three concurrent in-memory instances and verify it", demo_command},
+};
+
+const subcommand* find(std::string_view name) {
+    auto it = std::ranges::find(subcommands, name, &subcommand::name);
+    return it == subcommands.end() ? nullptr : &*it;
+}
+
+void usage(std::ostream& out) {
+    out << "usage: seqinbox <subcommand> [options]\n"
+           "       seqinbox <subcommand> --help\n"
+           "\n"
+           "subcommands:\n";
+    for (const auto& c : subcommands) out << "  " << c.name << std::string(c.name.size() < 10 ? 10 - c.name.size() : 1, ' ') << c.summary << '\n';
+    out << "\n"
+           "exit status: 0 success, 1 a check failed, 2 usage error\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string_view> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        usage(std::cerr);
+        return exit_usage;
+    }
+    const std::string_view name = args.front();
+    if (name == "--help" || name == "-h") {
+        usage(std::cout);
+        return exit_ok;
+    }
+    if (name == "--version") {
+        std::cout << "seqinbox " SEQINBOX_CLI_VERSION "\n";
+        return exit_ok;
+    }
+    try {
+        // `seqinbox help [subcommand]` is the same as `seqinbox [subcommand] --help`.
+        if (name == "help") {
+            if (args.size() == 1) {
+                usage(std::cout);
+                return exit_ok;
+            }
+            if (args.size() > 2) throw usage_error("seqinbox help: unexpected argument '" + std::string(args[2]) + "'");
+            const subcommand* command = find(args[1]);
+            if (command == nullptr) throw usage_error("seqinbox help: unknown subcommand '" + std::string(args[1]) + "'");
+            constexpr std::array<std::string_view, 1> help{"--help"};
+            return command->run(help);
+        }
+        const subcommand* command = find(name);
+        if (command == nullptr) {
+            if (name.starts_with('-')) throw usage_error("seqinbox: unknown option '" + std::string(name) + "'");
+            throw usage_error("seqinbox: unknown subcommand '" + std::string(name) + "'");
+        }
+        return command->run(std::span(args).subspan(1));
+    } catch (const usage_error& e) {
+        std::cerr << e.what() << "\n(run 'seqinbox --help' for the subcommands and their options)\n";
+        return exit_usage;
+    } catch (const std::exception& e) {
+        std::cerr << "seqinbox " << name << ": error: " << e.what() << '\n';
+        return exit_check_failed;
+    }
+}

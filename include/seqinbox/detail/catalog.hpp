@@ -7,6 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/transform.hpp>
+
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/declare/validate.hpp"
 #include "seqinbox/error.hpp"
@@ -29,8 +32,8 @@ public:
         validate(decls_);
         sequence_types_.reserve(decls_.sequences.size());
         for (const auto& seq : decls_.sequences) {
-            auto& names = sequence_types_.emplace_back();
-            for (const auto& msg : seq.messages) names.push_back(msg.qualified_type());
+            auto& names = sequence_types_.emplace_back(
+                seq.messages | ::ranges::views::transform(&message_declaration<Message>::qualified_type) | ::ranges::to<std::vector>());
             for (const auto& msg : seq.messages)
                 types_.emplace(msg.qualified_type(), type_entry{&seq, &msg, msg.qualified_type(), {}, &names});
         }

@@ -1,0 +1,90 @@
+// One minimal model per policy concept, checked at compile time, and the provided policies
+// checked against the same concepts. Non-models are checked too, so the concepts can fail.
+#define BOOST_TEST_MODULE policy_models
+#include <boost/test/unit_test.hpp>
+
+#include "seqinbox/claim.hpp"
+#include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/memory/inbox.hpp"
+#include "seqinbox/propagation.hpp"
+
+using namespace seqinbox;
+
+namespace models {
+
+/// Source: hands out deliveries and hears when each is durable.
+struct source {
+    std::optional<envelope> poll() { return std::nullopt; }
+    void acknowledge(const envelope&) {}
+};
+
+/// Error sink: returns only once the failure is stored.
+struct sink {
+    std::vector<failed_delivery> kept;
+    void publish(const failed_delivery& f) { kept.push_back(f); }
+};
+
+/// Decoder: the message is the payload length; type and id come from the key.
+struct decoder {
+    using message_type = std::size_t;
+    decoded<std::size_t> decode(const envelope& e) const { return {e.key, e.key, e.value.size()}; }
+};
+
+/// Clock: a fixed instant.
+struct clock {
+    timestamp now() const { return timestamp{}; }
+};
+
+/// Logger: keeps only warnings and errors.
+struct logger {
+    std::vector<std::string> lines;
+    bool enabled(log_level l) const { return l >= log_level::warn; }
+    void log(log_level, std::string_view m) { lines.emplace_back(m); }
+};
+
+}  // namespace models
+
+static_assert(message_source<models::source>);
+static_assert(error_sink<models::sink>);
+static_assert(decoder<models::decoder>);
+static_assert(seqinbox::clock<models::clock>);
+static_assert(logger<models::logger>);
+static_assert(metrics_sink<metrics::null_metrics>);
+
+static_assert(seqinbox::store<memory::store>);
+static_assert(claim_strategy<claim::insert_first, memory::store::transaction>);
+static_assert(claim_strategy<claim::check_then_insert, memory::store::transaction>);
+static_assert(propagation_policy<propagation::required, memory::store>);
+static_assert(propagation_policy<propagation::requires_new, memory::store>);
+static_assert(propagation_policy<propagation::not_supported, memory::store>);
+static_assert(seqinbox::clock<clocks::manual_clock> && seqinbox::clock<clocks::system_clock>);
+static_assert(logger<log::stream_logger> && logger<log::null_logger>);
+
+static_assert(!message_source<models::sink>);
+static_assert(!error_sink<models::source>);
+static_assert(!seqinbox::store<models::source>);
+static_assert(!claim_strategy<models::clock, memory::store::transaction>);
+static_assert(!decoder<models::clock>);
+
+BOOST_AUTO_TEST_CASE(an_inbox_runs_on_user_models_of_every_policy) {
+    auto by_key = [](const std::size_t&, const envelope& e) { return std::optional(e.key); };
+    declarations<std::size_t> decls;
+    decls.sequences.push_back({"S", std::chrono::hours(1), {{.type = "A", .context_id = by_key}}});
+    memory::store store;
+    models::source source;
+    models::sink sink;
+    seqinbox::basic_inbox<memory::store, models::source, models::sink, claim::insert_first, propagation::requires_new,
+                          models::decoder, models::clock, metrics::null_metrics, models::logger>
+        inbox(store, source, sink, decls);
+    std::size_t seen = 0;
+    inbox.on("A", [&](const std::size_t& length, const auto& ctx) {
+        BOOST_TEST(ctx.transaction != nullptr);  // requires_new hands the listener a transaction
+        seen = length;
+    });
+    BOOST_TEST((inbox.deliver(envelope{.key = "A", .value = "four"}).outcome == outcome::processed));
+    BOOST_TEST(seen == 4u);
+    BOOST_TEST((inbox.deliver(envelope{.key = "B", .value = "x"}).outcome == outcome::rejected));
+    BOOST_TEST(sink.kept.size() == 1u);
+    BOOST_TEST(sink.kept.at(0).reason.find("'B'") != std::string::npos);
+}
