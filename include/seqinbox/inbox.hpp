@@ -302,6 +302,13 @@ private:
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
     void after_processed(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
                          const std::string& type, delivery_result& result) {
+        processed.insert(type);
+        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, processed, type, result);
+        if (processed.contains_all(*d.type->sequence_types)) close_if_open(t1, instance, d.context_id);
+    }
+
+    void release(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
+                 const std::string& type, delivery_result& result) {
         detail::release_plan plan([this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; },
                                   processed);
         plan.mark_processed(type);
@@ -315,7 +322,6 @@ private:
             ++result.released;
             if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, plan, row.type);
         }
-        if (processed.contains_all(*d.type->sequence_types)) close_if_open(t1, instance);
     }
 
     void fetch_dependents(transaction& t1, instance_id instance, detail::release_plan& plan, const std::string& type) {
@@ -326,10 +332,10 @@ private:
         for (auto& row : t1.waiting_messages(instance, wanted)) plan.add(std::move(row));
     }
 
-    void close_if_open(transaction& t1, instance_id instance) {
+    void close_if_open(transaction& t1, instance_id instance, const std::string& context_id) {
         if (t1.lock_instance(instance).state == instance_state::closed) return;
         t1.close_instance(instance, clock_.now());
-        log(log_level::info, [&] { return "closed instance " + std::to_string(instance); });
+        log(log_level::info, [&] { return "closed instance " + std::to_string(instance) + " context " + context_id; });
     }
 
     /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
@@ -347,13 +353,13 @@ private:
                 Claim::forget(*tx, row.key());
             });
             metrics_.failed(row.type);
-            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + ": " + e.what(); });
+            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + " context " + context_id + ": " + e.what(); });
             return false;
         }
         const timestamp now = clock_.now();
         state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, now); });
         metrics_.released(row.type, now - row.created_at);
-        log(log_level::info, [&] { return "released " + row.type + "/" + row.idempotence_id; });
+        log(log_level::info, [&] { return "released " + row.type + "/" + row.idempotence_id + " context " + context_id; });
         return true;
     }
 

@@ -14,6 +14,8 @@ namespace seqinbox::conformance {
 struct memory_backend {
     using store_type = memory::store;
 
+    memory_backend() = default;  // not an aggregate: memory::store's default constructor is explicit
+
     store_type store;
     memory::source source;
     memory::error_sink error_sink;

@@ -163,7 +163,7 @@ scenario plan(std::size_t orders, random& rng) {
         types.emplace_back("OrderShipped");
         total += types.size();
     }
-    const std::size_t id_width = std::to_string(total).size() < 2 ? 2 : std::to_string(total).size();
+    const std::size_t id_width = std::max<std::size_t>(2, std::to_string(total).size());
     for (std::size_t k = 1; k <= orders; ++k) {
         s.orders.push_back("order-" + std::to_string(k));
         for (auto& type : types_of[k - 1]) s.messages.push_back({type, padded("m", s.messages.size() + 1, id_width), s.orders.back()});
@@ -243,7 +243,7 @@ public:
 
     /// Re-formats one line the engine logs at info level or above ("processed T/id context C",
     /// "buffered ...", "released T/id", "skipped duplicate ... (why)", "failed ...: reason",
-    /// "release failed T/id: what", "closed instance N"). Unrecognised lines are kept verbatim.
+    /// "release failed T/id: what", "closed instance N context C"). Unrecognised lines are kept verbatim.
     void engine_line(std::string_view who, std::string_view text) {
         static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> verbs{{
             {"skipped duplicate ", "skipped"},
@@ -304,7 +304,9 @@ private:
         return p;
     }
 
+    /// "N context C": the context is taken from the store, so only N matters.
     void closed(std::string_view who, std::string_view id_text) {
+        id_text = id_text.substr(0, id_text.find(' '));
         std::string order;
         for (const auto& instance : store_->instances())
             if (std::to_string(instance.id) == id_text) order = instance.context_id;
@@ -478,7 +480,8 @@ private:
         return true;
     }
 
-    /// Reports that `t` blocked, naming the instance it waits for when that is unambiguous.
+    /// Reports that `t` blocked, naming the instance it waits for when that is unambiguous: the
+    /// only other running (not blocked) task on the same message (claim) or order (row lock).
     void waits(const task& t, const std::vector<task>& live, schedule_stats& stats) {
         const std::string_view label = driver_.position(t.id);
         const bool on_claim = label == "claim.insert" || label == "claim.delete";
@@ -486,14 +489,19 @@ private:
         if (!trace_->enabled()) return;
         std::vector<std::string_view> holders;
         for (const auto& other : live) {
-            if (&other == &t || (other.blocked && driver_.position(other.id) == label)) continue;
+            if (&other == &t || other.blocked) continue;
             const bool same = on_claim ? other.current->type == t.current->type && other.current->id == t.current->id
                                        : other.current->order == t.current->order;
             if (same) holders.push_back(service_names[other.service]);
         }
-        std::string detail = on_claim ? "claim insert waits: the same message is in flight"
-                                       : "waits at " + std::string(label) + ": the order is locked";
-        if (holders.size() == 1) detail += " on " + std::string(holders.front());
+        const std::string by = holders.size() == 1 ? std::string(holders.front()) : std::string("another instance");
+        std::string detail;
+        if (on_claim)
+            detail = "claim held by " + by + " (same message in flight)";
+        else if (label == "instance.lock")
+            detail = "order locked by " + by;
+        else
+            detail = "at " + std::string(label) + ", locked by " + by;
         trace_->line(service_names[t.service], "waits", t.current->type, t.current->id, t.current->order, detail);
     }
 
@@ -569,13 +577,13 @@ check store_state(const scenario& s, const memory::store& store) {
         else
             other += "\n        " + row.type + " " + row.idempotence_id + " is " + std::string(to_string(row.state));
     }
-    const bool ok = rows.size() == s.messages.size() && processed == rows.size() && store.claim_count() == s.messages.size() &&
-                    store.open_transaction_count() == 0;
-    std::string text = "store: " + std::to_string(rows.size()) + " sequenced messages, " + std::to_string(processed) +
-                       " PROCESSED, " + std::to_string(store.claim_count()) + " claims, " +
-                       std::to_string(store.open_transaction_count()) + " open transactions (expected " +
-                       std::to_string(s.messages.size()) + ", all PROCESSED, one claim each, none open)";
-    return {ok, text + other};
+    const std::size_t n = s.messages.size();
+    const bool ok = rows.size() == n && processed == n && store.claim_count() == n && store.open_transaction_count() == 0;
+    if (ok) return {true, "store: " + std::to_string(n) + " sequenced messages, all PROCESSED, one claim each, no open transaction"};
+    return {false, "store: " + std::to_string(rows.size()) + " sequenced messages, " + std::to_string(processed) + " PROCESSED, " +
+                       std::to_string(store.claim_count()) + " claims, " + std::to_string(store.open_transaction_count()) +
+                       " open transactions; expected " + std::to_string(n) + ", all PROCESSED, " + std::to_string(n) +
+                       " claims, none open" + other};
 }
 
 // ---------------------------------------------------------------------------------------------

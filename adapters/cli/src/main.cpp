@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,10 +20,12 @@ struct subcommand {
     std::string_view name;
     std::string_view summary;
     int (*run)(std::span<const std::string_view> args);  ///< throws usage_error on a bad command line
+    std::string_view help_hint;                          ///< "seqinbox NAME --help"
 };
 
 constexpr std::array subcommands{
-    subcommand{"demo", "run an order sequence through three concurrent in-memory instances and verify it", demo_command},
+    subcommand{"demo", "run an order sequence through three concurrent in-memory instances and verify it", demo_command,
+               "seqinbox demo --help"},
 };
 
 const subcommand* find(std::string_view name) {
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
         std::cout << "seqinbox " SEQINBOX_CLI_VERSION "\n";
         return exit_ok;
     }
+    std::string_view hint = "seqinbox --help";  // where the usage error's fix is documented
     try {
         // `seqinbox help [subcommand]` is the same as `seqinbox [subcommand] --help`.
         if (name == "help") {
@@ -75,9 +79,10 @@ int main(int argc, char** argv) {
             if (name.starts_with('-')) throw usage_error("seqinbox: unknown option '" + std::string(name) + "'");
             throw usage_error("seqinbox: unknown subcommand '" + std::string(name) + "'");
         }
+        hint = command->help_hint;
         return command->run(std::span(args).subspan(1));
     } catch (const usage_error& e) {
-        std::cerr << e.what() << "\n(run 'seqinbox --help' for the subcommands and their options)\n";
+        std::cerr << e.what() << "\n(see '" << hint << "')\n";
         return exit_usage;
     } catch (const std::exception& e) {
         std::cerr << "seqinbox " << name << ": error: " << e.what() << '\n';

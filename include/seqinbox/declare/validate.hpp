@@ -84,13 +84,13 @@ declarations_shape shape_of(const declarations<Message>& decls) {
 
 // ---- text helpers ----
 
-inline std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+inline std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 /// `'a', 'b', 'c'`, or `none` for an empty list.
 inline std::string quoted_list(const std::vector<std::string>& names) {
     if (names.empty()) return "none";
     std::string text;
-    for (const auto& n : names) text += (text.empty() ? "" : ", ") + quoted(n);
+    for (const auto& n : names) text += (text.empty() ? "" : ", ") + quote(n);
     return text;
 }
 
@@ -122,8 +122,8 @@ inline std::string describe(const condition& c) {
 }
 
 inline std::string source_name(const message_shape& m) {
-    std::string text = m.topic.empty() ? std::string("the default topic") : "topic " + quoted(m.topic);
-    if (!m.cluster.empty()) text += " of cluster " + quoted(m.cluster);
+    std::string text = m.topic.empty() ? std::string("the default topic") : "topic " + quote(m.topic);
+    if (!m.cluster.empty()) text += " of cluster " + quote(m.cluster);
     return text;
 }
 
@@ -148,12 +148,12 @@ public:
 
     std::string sequence_label(std::size_t s) const {
         const auto& name = shape_.sequences[s].name;
-        return name.empty() ? "sequences[" + std::to_string(s) + "] (unnamed)" : "sequence " + quoted(name);
+        return name.empty() ? "sequences[" + std::to_string(s) + "] (unnamed)" : "sequence " + quote(name);
     }
     std::string message_label(message_ref r) const {
         const auto& m = at(r);
         return m.type.empty() ? "messages[" + std::to_string(r.message) + "] (no type)"
-                              : "type " + quoted(m.qualified_type());
+                              : "type " + quote(m.qualified_type());
     }
     /// Where a declaration is, for messages that mention a second one.
     std::string place(message_ref r) const {
@@ -255,7 +255,7 @@ inline void check_condition_nodes(const condition& node, problem_list& out, mess
             seen.push_back(name);
         } else if (ranges::find(reported, name) == reported.end()) {
             reported.push_back(name);
-            out.add_for_message(where, "predecessor " + quoted(name) + " is listed more than once in one " + kind);
+            out.add_for_message(where, "predecessor " + quote(name) + " is listed more than once in one " + kind);
         }
     }
     for (const auto& child : children) check_condition_nodes(child, out, where, predecessors);
@@ -291,7 +291,7 @@ inline void check_conditions(problem_list& out, const declaration_index& index) 
                 if (!messages[m].type.empty() && name == messages[m].qualified_type())
                     out.add_for_message(where, "names itself as predecessor");
                 else if (!declared_here(name))
-                    out.add_for_message(where, "predecessor " + quoted(name) + " is not declared in this sequence" +
+                    out.add_for_message(where, "predecessor " + quote(name) + " is not declared in this sequence" +
                                                    undeclared_hint(out, index, s, name));
             }
         }
@@ -354,7 +354,7 @@ inline void check_releasability(problem_list& out, std::size_t s) {
         auto declared = ranges::find_if(blockers, [&](const std::string& b) { return b != node_name[v] && node_of.count(b); });
         if (declared != blockers.end()) next[v] = node_of.at(*declared);
         else if (ranges::find(blockers, node_name[v]) != blockers.end()) defect[v] = "names itself as predecessor";
-        else if (!blockers.empty()) defect[v] = "waits for " + quoted(blockers.front()) + ", which is not declared in this sequence";
+        else if (!blockers.empty()) defect[v] = "waits for " + quote(blockers.front()) + ", which is not declared in this sequence";
         else defect[v] = "has an empty any_of in its release condition";
     }
 
@@ -404,7 +404,7 @@ inline void check_releasability(problem_list& out, std::size_t s) {
                 if (v == r) break;
             }
         } else {
-            cause = "blocked by " + quoted(node_name[r]) + ", which " + defect[r];
+            cause = "blocked by " + quote(node_name[r]) + ", which " + defect[r];
         }
         out.add(out.sequence_label(s) + ": " + (types.size() == 1 ? "type " : "types ") + quoted_list(types) +
                     " can never be released: " + cause,
@@ -455,7 +455,7 @@ inline void check_subtype_topics(problem_list& out, const std::string& type, con
     if (!first_deviation) return;
     std::string listing;
     for (const auto& [source, names] : by_source) listing += (listing.empty() ? "" : "; ") + source + ": " + quoted_list(names);
-    out.add("subtypes of type " + quoted(type) + " are declared on different topics (" + listing +
+    out.add("subtypes of type " + quote(type) + " are declared on different topics (" + listing +
                 "); all subtypes of a type must share one topic",
             first_deviation->sequence, first_deviation->message);
 }
@@ -470,23 +470,23 @@ inline void check_subtypes(problem_list& out, const declaration_index& index) {
             const auto plain = usage.without_subtype.front();
             const auto refined = usage.with_subtype.front();
             const auto deviation = subtyped_first ? plain : refined;
-            out.add("type " + quoted(type) + " is declared both without subtype (" + out.place(plain) +
-                        ") and with subtype " + quoted(out.at(refined).subtype) + " (" + out.place(refined) +
+            out.add("type " + quote(type) + " is declared both without subtype (" + out.place(plain) +
+                        ") and with subtype " + quote(out.at(refined).subtype) + " (" + out.place(refined) +
                         "); declare it with a subtype everywhere or nowhere",
                     deviation.sequence, deviation.message);
         }
         const auto resolver = resolvers.find(type);
         if (resolver == resolvers.end()) {
             const auto r = usage.with_subtype.front();
-            out.add("type " + quoted(type) + " is declared with subtypes " + quoted_list(subtypes_of(out, usage)) +
-                        " but no subtype resolver is registered for " + quoted(type),
+            out.add("type " + quote(type) + " is declared with subtypes " + quoted_list(subtypes_of(out, usage)) +
+                        " but no subtype resolver is registered for " + quote(type),
                     r.sequence, r.message);
         } else {
             for (const auto& r : usage.with_subtype) {
                 const auto& subtype = out.at(r).subtype;
                 if (ranges::find(resolver->second.subtypes, subtype) == resolver->second.subtypes.end())
-                    out.add_for_message(r, "the subtype resolver of " + quoted(type) + " cannot return subtype " +
-                                               quoted(subtype) + " (it lists " +
+                    out.add_for_message(r, "the subtype resolver of " + quote(type) + " cannot return subtype " +
+                                               quote(subtype) + " (it lists " +
                                                quoted_list(resolver->second.subtypes) + ")");
             }
         }
@@ -496,7 +496,7 @@ inline void check_subtypes(problem_list& out, const declaration_index& index) {
 
 inline void check_resolvers(problem_list& out, const declaration_index& index) {
     for (const auto& [type, resolver] : out.shape().resolvers) {
-        const std::string prefix = "subtype resolver for type " + quoted(type);
+        const std::string prefix = "subtype resolver for type " + quote(type);
         if (!resolver.has_resolve) out.add(prefix + " has no resolve function");
         const auto usage = index.types.find(type);
         if (usage == index.types.end()) {
@@ -513,7 +513,7 @@ inline void check_resolvers(problem_list& out, const declaration_index& index) {
             if (ranges::find(declared, subtype) != declared.end() || ranges::find(reported, subtype) != reported.end())
                 continue;
             reported.push_back(subtype);
-            out.add(prefix + " can return subtype " + quoted(subtype) + ", which is not declared (declared: " +
+            out.add(prefix + " can return subtype " + quote(subtype) + ", which is not declared (declared: " +
                     quoted_list(declared) + ")");
         }
     }

@@ -21,59 +21,12 @@
 #include <vector>
 
 #include "seqinbox/error.hpp"
+#include "seqinbox/memory/detail/tables.hpp"
 #include "seqinbox/memory/detail/task_hook.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::memory {
-
-namespace detail {
-
-struct claim_key_hash {
-    std::size_t operator()(const claim_key& k) const noexcept {
-        std::size_t h = std::hash<std::string>{}(k.type);
-        return h ^ (std::hash<std::string>{}(k.idempotence_id) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-    }
-};
-
-struct claim_row {
-    instance_id instance = 0;
-    timestamp created_at{};
-};
-
-/// Uncommitted writes of one transaction, small and scanned linearly.
-struct overlay {
-    std::vector<std::pair<claim_key, std::optional<claim_row>>> claims;  // nullopt: deleted
-    std::vector<message_record> messages;                                 // inserted or updated
-    std::vector<std::pair<instance_id, instance_state>> instance_states;
-    std::vector<std::pair<std::string, std::string>> kv;
-};
-
-/// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).
-struct held_locks {
-    std::vector<claim_key> claims;
-    std::vector<instance_id> instances;
-    std::vector<message_id> messages;
-};
-
-struct tx_state {
-    std::uint64_t id = 0;
-    const task_state* owner = nullptr;  // the driven task that began it, if any
-    bool ended = false;
-    bool dead = false;  // its connection was lost
-    overlay writes;
-    held_locks locks;
-    std::vector<std::pair<overlay, held_locks>> savepoints;
-};
-
-template <class Row, class Key, class Project>
-Row* find_in(std::vector<Row>& rows, const Key& key, Project project) {
-    for (auto& row : rows)
-        if (project(row) == key) return &row;
-    return nullptr;
-}
-
-}  // namespace detail
 
 struct store_options {
     /// How long a free (non-driven) thread waits for a lock before failing with a retryable
@@ -82,13 +35,7 @@ struct store_options {
 };
 
 class store {
-    struct instance_row {
-        sequence_instance row;
-        std::unordered_map<std::string, int> processed;            // committed PROCESSED rows per type
-        std::map<std::string, std::set<message_id>> waiting;       // committed WAITING rows per type
-        std::vector<message_id> messages;                          // every message row, for cascade
-        std::vector<claim_key> claims;                             // claims ever inserted, for cascade
-    };
+    using instance_row = detail::instance_row;
 
 public:
     class transaction;
@@ -143,25 +90,25 @@ public:
     std::vector<message_record> messages() const {
         std::lock_guard lock(mutex_);
         std::vector<message_record> rows;
-        for (const auto& [id, row] : messages_) rows.push_back(row);
+        for (const auto& [id, row] : messages_) rows.push_back(row.record(id));
         std::ranges::sort(rows, {}, &message_record::id);
         return rows;
     }
     std::vector<message_record> messages_with_key(const claim_key& key) const {
         std::lock_guard lock(mutex_);
         std::vector<message_record> rows;
-        auto [first, last] = messages_by_key_.equal_range(key);
-        for (auto it = first; it != last; ++it) rows.push_back(messages_.at(it->second));
+        for_each_committed(key, [&](message_id id, const detail::stored_message& row) { rows.push_back(row.record(id)); });
         std::ranges::sort(rows, {}, &message_record::id);
         return rows;
     }
     bool has_claim(const claim_key& key) const {
         std::lock_guard lock(mutex_);
-        return claims_.contains(key);
+        auto it = claims_.find(key);
+        return it != claims_.end() && it->second.committed.has_value();
     }
     std::size_t claim_count() const {
         std::lock_guard lock(mutex_);
-        return claims_.size();
+        return std::ranges::count_if(claims_, [](const auto& c) { return c.second.committed.has_value(); });
     }
     std::size_t open_transaction_count() const {
         std::lock_guard lock(mutex_);
@@ -219,11 +166,6 @@ private:
         return op(lock);
     }
 
-    static bool held_by_other(const std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash>& locks,
-                              const claim_key& key, const detail::tx_state& tx) {
-        auto it = locks.find(key);
-        return it != locks.end() && it->second != tx.id;
-    }
     template <class Id>
     static bool held_by_other(const std::unordered_map<Id, std::uint64_t>& locks, Id id, const detail::tx_state& tx) {
         auto it = locks.find(id);
@@ -238,24 +180,49 @@ private:
     }
 
     // ---- visibility: committed rows overlaid with the transaction's own writes ----
-    std::optional<detail::claim_row> visible_claim(detail::tx_state& tx, const claim_key& key) const {
-        if (auto* own = detail::find_in(tx.writes.claims, key, [](auto& c) -> auto& { return c.first; }))
-            return own->second;
-        auto it = claims_.find(key);
-        if (it == claims_.end()) return std::nullopt;
-        return it->second;
+    static const std::optional<detail::claim_row>& visible_claim(const detail::tx_state& tx, const detail::claim_slot& slot) {
+        return slot.holder == tx.id ? slot.pending : slot.committed;
     }
 
     std::optional<message_record> visible_message(detail::tx_state& tx, message_id id) const {
         if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; })) return *own;
         auto it = messages_.find(id);
         if (it == messages_.end()) return std::nullopt;
-        return it->second;
+        return it->second.record(id);
+    }
+
+    /// Calls `visit(id, row)` for every committed message with `key` (several in old databases).
+    template <class Visit>
+    void for_each_committed(const claim_key& key, Visit visit) const {
+        auto [first, last] = messages_by_key_.equal_range(detail::claim_key_hash{}(key));
+        for (auto it = first; it != last; ++it)
+            if (const auto& row = messages_.at(it->second); row.has_key(key)) visit(it->second, row);
+    }
+
+    /// How the transaction's own writes change the number of PROCESSED rows of `type`.
+    int own_processed_delta(const detail::tx_state& tx, instance_id instance, const std::string& type) const {
+        int delta = 0;
+        for (const auto& own : tx.writes.messages) {
+            if (own.instance != instance || own.type != type) continue;
+            auto it = messages_.find(own.id);
+            if (it != messages_.end() && it->second.state == message_state::processed) --delta;
+            if (own.state == message_state::processed) ++delta;
+        }
+        return delta;
     }
 
     // ---- locks ----
-    void lock_claim(detail::tx_state& tx, const claim_key& key) {
-        if (claim_locks_.try_emplace(key, tx.id).second) tx.locks.claims.push_back(key);
+    /// Takes the key's slot for `tx`, waiting while another transaction holds it.
+    detail::claim_slot& hold_claim(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
+        auto& held = *claims_.try_emplace(key).first;  // node-based: the reference survives rehashing
+        detail::claim_slot& slot = held.second;
+        wait_while(lock, &tx, label, [&] { return slot.holder != 0 && slot.holder != tx.id; });
+        if (slot.holder != tx.id) {
+            slot.holder = tx.id;
+            slot.pending = slot.committed;
+            tx.locks.claims.push_back(&held);
+        }
+        return slot;
     }
     void lock_instance_row(lock_guard& lock, detail::tx_state& tx, instance_id id, std::string_view label) {
         wait_while(lock, &tx, label, [&] { return held_by_other(instance_locks_, id, tx); });
@@ -263,7 +230,10 @@ private:
         if (instance_locks_.try_emplace(id, tx.id).second) tx.locks.instances.push_back(id);
     }
     void release_locks(detail::held_locks& locks, std::size_t claims, std::size_t instances, std::size_t messages) {
-        for (std::size_t i = claims; i < locks.claims.size(); ++i) claim_locks_.erase(locks.claims[i]);
+        for (std::size_t i = claims; i < locks.claims.size(); ++i) {
+            locks.claims[i]->second.holder = 0;
+            locks.claims[i]->second.pending.reset();
+        }
         for (std::size_t i = instances; i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
         for (std::size_t i = messages; i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
         locks.claims.resize(claims);
@@ -273,7 +243,9 @@ private:
 
     void finish(detail::tx_state& tx) {
         release_locks(tx.locks, 0, 0, 0);
-        tx.writes = {};
+        tx.writes.messages.clear();
+        tx.writes.instance_states.clear();
+        tx.writes.kv.clear();
         tx.savepoints.clear();
         tx.ended = true;
         std::erase(open_, &tx);
@@ -285,8 +257,8 @@ private:
     }
 
     void apply(detail::tx_state& tx);
-    void apply_message(const message_record& row);
-    void forget_message_indexes(const message_record& row);
+    void apply_message(message_record&& row);
+    void forget_message_indexes(message_id id, const detail::stored_message& row);
 
     store_options options_;
     mutable std::mutex mutex_;
@@ -296,15 +268,16 @@ private:
 
     std::unordered_map<instance_id, instance_row> instances_;
     std::unordered_map<std::string, instance_id> instance_index_;
-    std::unordered_map<message_id, message_record> messages_;
-    std::unordered_multimap<claim_key, message_id, detail::claim_key_hash> messages_by_key_;
-    std::unordered_map<claim_key, detail::claim_row, detail::claim_key_hash> claims_;
+    std::unordered_map<message_id, detail::stored_message> messages_;
+    std::unordered_multimap<std::size_t, message_id> messages_by_key_;  // by claim key hash: non-unique
+    std::unordered_map<claim_key, detail::claim_slot, detail::claim_key_hash> claims_;
     std::map<std::string, std::string> kv_;
 
-    std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> claim_locks_;
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;
     std::unordered_map<message_id, std::uint64_t> message_locks_;
     std::vector<detail::tx_state*> open_;
+    std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
+    std::vector<detail::tx_state*> free_;
 };
 
 /// One transaction on its own "connection". Move-only; rolls back when destroyed unactive.
@@ -318,12 +291,13 @@ class store::transaction {
     }
 
 public:
-    transaction(transaction&& other) noexcept : store_(std::exchange(other.store_, nullptr)), tx_(std::move(other.tx_)) {}
+    transaction(transaction&& other) noexcept
+        : store_(std::exchange(other.store_, nullptr)), tx_(std::exchange(other.tx_, nullptr)) {}
     transaction& operator=(transaction&& other) noexcept {
         if (this != &other) {
             abandon();
             store_ = std::exchange(other.store_, nullptr);
-            tx_ = std::move(other.tx_);
+            tx_ = std::exchange(other.tx_, nullptr);
         }
         return *this;
     }
@@ -340,29 +314,24 @@ public:
 
     bool insert_claim(const claim_key& key, instance_id instance, timestamp now) {
         return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
-            s.wait_while(lock, &tx, "claim.insert", [&] { return s.held_by_other(s.claim_locks_, key, tx); });
-            if (s.visible_claim(tx, key)) return false;
+            detail::claim_slot& slot = s.hold_claim(lock, tx, key, "claim.insert");
+            if (slot.pending) return false;
             s.require_instance(instance);
-            s.lock_claim(tx, key);
-            set_claim(tx, key, detail::claim_row{instance, now});
+            slot.pending = detail::claim_row{instance, now};
             return true;
         });
     }
 
     void delete_claim(const claim_key& key) {
         run("claim.delete", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
-            s.wait_while(lock, &tx, "claim.delete", [&] { return s.held_by_other(s.claim_locks_, key, tx); });
-            if (!s.visible_claim(tx, key)) return;
-            s.lock_claim(tx, key);
-            set_claim(tx, key, std::nullopt);
+            s.hold_claim(lock, tx, key, "claim.delete").pending.reset();
         });
     }
 
     std::vector<message_record> find_messages(const claim_key& key) {
         return run("message.find", [&](store& s, detail::tx_state& tx, lock_guard&) {
             std::vector<message_record> rows;
-            auto [first, last] = s.messages_by_key_.equal_range(key);
-            for (auto it = first; it != last; ++it) rows.push_back(*s.visible_message(tx, it->second));
+            s.for_each_committed(key, [&](message_id id, const auto&) { rows.push_back(*s.visible_message(tx, id)); });
             for (const auto& own : tx.writes.messages)
                 if (own.key() == key && !s.messages_.contains(own.id)) rows.push_back(own);
             std::ranges::sort(rows, {}, &message_record::id);
@@ -383,16 +352,13 @@ public:
     std::vector<std::string> processed_types(instance_id instance) {
         return run("message.processed_types", [&](store& s, detail::tx_state& tx, lock_guard&) {
             s.require_instance(instance);
-            auto counts = s.instances_.at(instance).processed;
-            for (const auto& own : tx.writes.messages) {
-                if (own.instance != instance) continue;
-                if (auto it = s.messages_.find(own.id); it != s.messages_.end() && it->second.state == message_state::processed)
-                    --counts[own.type];
-                if (own.state == message_state::processed) ++counts[own.type];
-            }
             std::vector<std::string> types;
-            for (const auto& [type, count] : counts)
-                if (count > 0) types.push_back(type);
+            for (const auto& [type, count] : s.instances_.at(instance).processed)
+                if (count + s.own_processed_delta(tx, instance, type) > 0) types.push_back(type);
+            for (const auto& own : tx.writes.messages)  // types only this transaction made PROCESSED
+                if (own.instance == instance && own.state == message_state::processed &&
+                    std::ranges::find(types, own.type) == types.end() && !s.instances_.at(instance).processed.find(own.type))
+                    types.push_back(own.type);
             return types;
         });
     }
@@ -403,9 +369,9 @@ public:
             const auto& waiting = s.instances_.at(instance).waiting;
             std::vector<message_record> rows;
             for (const auto& type : types) {
-                auto it = waiting.find(type);
-                if (it == waiting.end()) continue;
-                for (message_id id : it->second)
+                const auto* ids = waiting.find(type);
+                if (ids == nullptr) continue;
+                for (message_id id : *ids)
                     if (auto row = s.visible_message(tx, id); row->state == message_state::waiting)
                         rows.push_back(std::move(*row));
             }
@@ -418,12 +384,11 @@ public:
         });
     }
 
-    message_id insert_message(const message_record& row) {
+    message_id insert_message(message_record row) {
         return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) {
             s.require_instance(row.instance);
-            message_record copy = row;
-            copy.id = s.next_id_++;
-            tx.writes.messages.push_back(std::move(copy));
+            row.id = s.next_id_++;
+            tx.writes.messages.push_back(std::move(row));
             s.message_locks_.emplace(tx.writes.messages.back().id, tx.id);
             tx.locks.messages.push_back(tx.writes.messages.back().id);
             return tx.writes.messages.back().id;
@@ -457,7 +422,8 @@ public:
 
     savepoint_id savepoint() {
         return run("savepoint", [&](store&, detail::tx_state& tx, lock_guard&) {
-            tx.savepoints.emplace_back(tx.writes, tx.locks);
+            auto& point = tx.savepoints.emplace_back(detail::savepoint_state{tx.writes, tx.locks, {}});
+            for (const auto* held : tx.locks.claims) point.claim_views.push_back(held->second.pending);
             return tx.savepoints.size() - 1;
         });
     }
@@ -466,9 +432,10 @@ public:
         run("rollback_to", [&](store& s, detail::tx_state& tx, lock_guard&) {
             if (point >= tx.savepoints.size())
                 throw error(error_category::misuse, "no savepoint " + std::to_string(point));
-            auto& [writes, locks] = tx.savepoints[point];
-            tx.writes = writes;
-            s.release_locks(tx.locks, locks.claims.size(), locks.instances.size(), locks.messages.size());
+            auto& saved = tx.savepoints[point];
+            tx.writes = saved.writes;
+            for (std::size_t i = 0; i < saved.claim_views.size(); ++i) tx.locks.claims[i]->second.pending = saved.claim_views[i];
+            s.release_locks(tx.locks, saved.locks.claims.size(), saved.locks.instances.size(), saved.locks.messages.size());
             tx.savepoints.resize(point + 1);
             s.cv_.notify_all();
         });
@@ -510,66 +477,71 @@ public:
 
 private:
     friend class store;
-    transaction(store& s, std::shared_ptr<detail::tx_state> tx) : store_(&s), tx_(std::move(tx)) {}
-
-    static void set_claim(detail::tx_state& tx, const claim_key& key, std::optional<detail::claim_row> row) {
-        if (auto* own = detail::find_in(tx.writes.claims, key, [](auto& c) -> auto& { return c.first; }))
-            own->second = row;
-        else
-            tx.writes.claims.emplace_back(key, row);
-    }
+    transaction(store& s, detail::tx_state* tx) : store_(&s), tx_(tx) {}
 
     void end_quietly() noexcept {
         std::lock_guard lock(store_->mutex_);
         if (!tx_->ended) store_->finish(*tx_);
     }
     void abandon() noexcept {
-        if (store_ != nullptr) end_quietly();
+        if (store_ == nullptr) return;
+        std::lock_guard lock(store_->mutex_);
+        if (!tx_->ended) store_->finish(*tx_);
+        store_->free_.push_back(tx_);
         store_ = nullptr;
     }
 
     store* store_;
-    std::shared_ptr<detail::tx_state> tx_;
+    detail::tx_state* tx_;  // owned by the store's pool; returned there when this object dies
 };
 
 inline store::transaction store::begin() {
-    auto tx = std::make_shared<detail::tx_state>();
     std::lock_guard lock(mutex_);
+    detail::tx_state* tx = nullptr;
+    if (free_.empty()) {
+        tx = pool_.emplace_back(std::make_unique<detail::tx_state>()).get();
+    } else {
+        tx = free_.back();  // reused: its vectors keep their capacity
+        free_.pop_back();
+    }
     tx->id = next_tx_++;
     tx->owner = detail::current_task;
-    open_.push_back(tx.get());
-    return transaction(*this, std::move(tx));
+    tx->ended = false;
+    tx->dead = false;
+    open_.push_back(tx);
+    return transaction(*this, tx);
 }
 
-inline void store::forget_message_indexes(const message_record& row) {
+inline void store::forget_message_indexes(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) --instance.processed[row.type];
-    if (row.state == message_state::waiting) instance.waiting[row.type].erase(row.id);
+    if (row.state == message_state::waiting) instance.waiting[row.type].erase(id);
 }
 
-inline void store::apply_message(const message_record& row) {
-    auto it = messages_.find(row.id);
-    if (it != messages_.end()) {
-        forget_message_indexes(it->second);
-        it->second = row;
-    } else {
-        messages_.emplace(row.id, row);
-        messages_by_key_.emplace(row.key(), row.id);
-        instances_.at(row.instance).messages.push_back(row.id);
-    }
+inline void store::apply_message(message_record&& row) {
+    const message_id id = row.id;
+    auto it = messages_.find(id);
+    if (it != messages_.end()) forget_message_indexes(id, it->second);
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) ++instance.processed[row.type];
-    if (row.state == message_state::waiting) instance.waiting[row.type].insert(row.id);
+    if (row.state == message_state::waiting) instance.waiting[row.type].insert(id);
+    if (it != messages_.end()) {
+        it->second = detail::stored_message(std::move(row), it->second.key_hash);
+        return;
+    }
+    const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
+    messages_by_key_.emplace(hash, id);
+    instance.messages.push_back(id);
+    messages_.emplace(id, detail::stored_message(std::move(row), hash));
 }
 
 inline void store::apply(detail::tx_state& tx) {
-    for (auto& [key, row] : tx.writes.claims) {
-        if (row) {
-            if (claims_.insert_or_assign(key, *row).second) instances_.at(row->instance).claims.push_back(key);
-        } else
-            claims_.erase(key);
+    for (auto* held : tx.locks.claims) {
+        auto& slot = held->second;
+        if (slot.pending && !slot.committed) instances_.at(slot.pending->instance).claims.push_back(held->first);
+        slot.committed = slot.pending;
     }
-    for (const auto& row : tx.writes.messages) apply_message(row);
+    for (auto& row : tx.writes.messages) apply_message(std::move(row));
     for (const auto& [id, state] : tx.writes.instance_states) instances_.at(id).row.state = state;
     for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
 }
@@ -581,7 +553,7 @@ inline void store::delete_instance(instance_id id) {
         if (instance_locks_.contains(id)) return true;
         return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
             return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
-                   std::ranges::any_of(tx->writes.claims, [&](auto& c) { return c.second && c.second->instance == id; });
+                   std::ranges::any_of(tx->locks.claims, [&](auto* c) { return c->second.pending && c->second.pending->instance == id; });
         });
     };
     wait_while(lock, nullptr, "instance.delete", references);
@@ -589,7 +561,7 @@ inline void store::delete_instance(instance_id id) {
     if (it == instances_.end()) return;
     for (message_id m : it->second.messages) {
         auto row = messages_.find(m);
-        auto [first, last] = messages_by_key_.equal_range(row->second.key());
+        auto [first, last] = messages_by_key_.equal_range(row->second.key_hash);
         for (auto k = first; k != last; ++k)
             if (k->second == m) {
                 messages_by_key_.erase(k);
@@ -598,7 +570,8 @@ inline void store::delete_instance(instance_id id) {
         messages_.erase(row);
     }
     for (const auto& key : it->second.claims)
-        if (auto c = claims_.find(key); c != claims_.end() && c->second.instance == id) claims_.erase(c);
+        if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
+            claims_.erase(c);
     instance_index_.erase(instance_key(it->second.row.sequence, it->second.row.context_id));
     instances_.erase(it);
     cv_.notify_all();

@@ -1,0 +1,129 @@
+#pragma once
+// Row and transaction bookkeeping of the in-memory store. Internal: layouts change freely.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/memory/detail/task_hook.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox::memory::detail {
+
+struct claim_key_hash {
+    std::size_t operator()(const claim_key& k) const noexcept {
+        std::size_t h = std::hash<std::string>{}(k.type);
+        return h ^ (std::hash<std::string>{}(k.idempotence_id) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    }
+};
+
+struct claim_row {
+    instance_id instance = 0;
+    timestamp created_at{};
+};
+
+/// One claim key: its committed row and, while a transaction holds the key, the row as that
+/// transaction sees it. Holding the key is the row lock an insert or delete takes in PostgreSQL.
+struct claim_slot {
+    std::optional<claim_row> committed;
+    std::uint64_t holder = 0;  // 0: nobody
+    std::optional<claim_row> pending;
+};
+
+/// A committed sequenced message; the payload lives on the heap because most rows have none.
+struct stored_message {
+    instance_id instance = 0;
+    std::string type;
+    std::string idempotence_id;
+    message_state state = message_state::waiting;
+    timestamp created_at{};
+    timestamp state_changed_at{};
+    std::unique_ptr<const envelope> payload;
+    std::size_t key_hash = 0;
+
+    stored_message() = default;
+    stored_message(message_record&& row, std::size_t hash)
+        : instance(row.instance), type(std::move(row.type)), idempotence_id(std::move(row.idempotence_id)),
+          state(row.state), created_at(row.created_at), state_changed_at(row.state_changed_at),
+          payload(row.payload ? std::make_unique<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash) {}
+
+    bool has_key(const claim_key& key) const { return type == key.type && idempotence_id == key.idempotence_id; }
+
+    message_record record(message_id id) const {
+        message_record r{id, instance, type, idempotence_id, state, created_at, state_changed_at, std::nullopt};
+        if (payload) r.payload = *payload;
+        return r;
+    }
+};
+
+/// Per-type counters of an instance; a sequence has few types, so a flat vector beats a map.
+template <class Value>
+class by_type {
+public:
+    Value& operator[](const std::string& type) {
+        for (auto& [name, value] : entries_)
+            if (name == type) return value;
+        return entries_.emplace_back(type, Value{}).second;
+    }
+    const Value* find(const std::string& type) const {
+        for (const auto& [name, value] : entries_)
+            if (name == type) return &value;
+        return nullptr;
+    }
+    auto begin() const { return entries_.begin(); }
+    auto end() const { return entries_.end(); }
+
+private:
+    std::vector<std::pair<std::string, Value>> entries_;
+};
+
+struct instance_row {
+    sequence_instance row;
+    by_type<int> processed;                  // committed PROCESSED rows per type
+    by_type<std::set<message_id>> waiting;   // committed WAITING rows per type
+    std::vector<message_id> messages;        // every message row, for the cascade
+    std::vector<claim_key> claims;           // keys claimed for it, for the cascade
+};
+
+/// Uncommitted writes of one transaction (claims live in their slots), scanned linearly.
+struct overlay {
+    std::vector<message_record> messages;  // inserted or updated
+    std::vector<std::pair<instance_id, instance_state>> instance_states;
+    std::vector<std::pair<std::string, std::string>> kv;
+};
+
+/// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).
+struct held_locks {
+    std::vector<std::pair<const claim_key, claim_slot>*> claims;  // slots are not erased while held
+    std::vector<instance_id> instances;
+    std::vector<message_id> messages;
+};
+
+struct savepoint_state {
+    overlay writes;
+    held_locks locks;
+    std::vector<std::optional<claim_row>> claim_views;  // pending row of each held slot
+};
+
+struct tx_state {
+    std::uint64_t id = 0;
+    const task_state* owner = nullptr;  // the driven task that began it, if any
+    bool ended = false;
+    bool dead = false;  // its connection was lost
+    overlay writes;
+    held_locks locks;
+    std::vector<savepoint_state> savepoints;
+};
+
+template <class Row, class Key, class Project>
+Row* find_in(std::vector<Row>& rows, const Key& key, Project project) {
+    for (auto& row : rows)
+        if (project(row) == key) return &row;
+    return nullptr;
+}
+
+}  // namespace seqinbox::memory::detail

@@ -1,0 +1,824 @@
+#pragma once
+// The conformance suite: what every backend must do, written once (SPEC §2, the seed note).
+//
+// Include it from a Boost.Test module after defining `backends`, a type list (boost::mpl::list or
+// std::tuple) of fixtures modeling seqinbox::conformance::backend (tests/conformance/backend.hpp).
+// Every case builds its inboxes on a fresh fixture and checks both what the listeners saw and the
+// committed state: message rows and states, claims, instances, error-sink records, acknowledgements.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "conformance/backend.hpp"
+#include "support/world.hpp"
+
+namespace seqinbox::conformance {
+
+using testing::call_log;
+using testing::message;
+using strings = std::vector<std::string>;
+
+inline const std::string order_sequence = "OrderSequence";
+
+template <class B, class Claim = claim::insert_first, class Propagation = propagation::not_supported>
+using inbox_of = typename B::template inbox_type<Claim, Propagation>;
+
+/// Runs inside every listener before the call is recorded; throwing makes the listener fail.
+template <class Inbox>
+using hook = std::function<void(const message&, const typename Inbox::context&)>;
+
+template <class Inbox, class B>
+std::unique_ptr<Inbox> make_inbox(B& b, declarations<message> decls) {
+    return std::make_unique<Inbox>(b.store, b.source, b.error_sink, std::move(decls), decode::header_decoder{}, b.clock);
+}
+
+/// Registers a listener for every declared type: it runs `before`, then records the call in `log`
+/// (so `log` holds only the calls that completed).
+template <class Inbox>
+void listen(Inbox& inbox, call_log& log, hook<Inbox> before) {
+    for (const auto& seq : inbox.declared().sequences)
+        for (const auto& msg : seq.messages)
+            inbox.on(msg.qualified_type(), [&log, before](const message& m, const typename Inbox::context& ctx) {
+                if (before) before(m, ctx);
+                log.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+            });
+}
+
+/// One inbox with recording listeners on a fixture.
+template <class B, class Claim = claim::insert_first, class Propagation = propagation::not_supported>
+struct harness {
+    using inbox_type = inbox_of<B, Claim, Propagation>;
+
+    call_log log;
+    std::unique_ptr<inbox_type> inbox;
+
+    explicit harness(B& b, hook<inbox_type> before = {}, declarations<message> decls = testing::order_declarations())
+        : inbox(make_inbox<inbox_type>(b, std::move(decls))) {
+        listen(*inbox, log, std::move(before));
+    }
+
+    delivery_result deliver(const envelope& record) { return inbox->deliver(record); }
+    delivery_result deliver(const std::string& type, const std::string& id, const std::string& context_id,
+                            std::string value = {}) {
+        return inbox->deliver(testing::record(type, id, context_id, std::move(value)));
+    }
+};
+
+// ---- listener hooks ----
+
+/// Throws from the first `times` calls of `type` (only from replayed calls if asked).
+class fail_first {
+public:
+    explicit fail_first(std::string type, int times = 1, bool only_replayed = false)
+        : type_(std::move(type)), times_(times), only_replayed_(only_replayed) {}
+
+    template <class Context>
+    void operator()(const message&, const Context& ctx) const {
+        if (ctx.qualified_type != type_ || (only_replayed_ && !ctx.replayed)) return;
+        if ((*failures_)++ < times_) throw std::runtime_error("boom: " + ctx.qualified_type + "/" + ctx.idempotence_id);
+    }
+
+private:
+    std::string type_;
+    int times_;
+    bool only_replayed_;
+    std::shared_ptr<int> failures_ = std::make_shared<int>(0);
+};
+
+template <class... Hooks>
+auto chain(Hooks... hooks) {
+    return [=](const message& m, const auto& ctx) { (hooks(m, ctx), ...); };
+}
+
+/// What business_writer saw: the database transaction of every call ("Type/id" -> id, 0 when
+/// the listener got no transaction) and writes visible outside before the listener returned.
+struct business_trace {
+    std::map<std::string, std::uint64_t> transaction_of;
+    strings visible_too_early;
+};
+
+/// Writes the business row "Type/id" = context id through ctx.transaction, if there is one.
+template <class B>
+auto business_writer(B& b, business_trace& trace) {
+    return [&b, &trace](const message&, const auto& ctx) {
+        const std::string name = ctx.qualified_type + "/" + ctx.idempotence_id;
+        if (ctx.transaction == nullptr) {
+            trace.transaction_of[name] = 0;
+            return;
+        }
+        trace.transaction_of[name] = b.transaction_id(*ctx.transaction);
+        b.business_put(*ctx.transaction, name, ctx.context_id);
+        if (b.business_get(name)) trace.visible_too_early.push_back(name);
+    };
+}
+
+// ---- inspection and assertions ----
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+inline std::string join(const strings& items) {
+    std::string text;
+    for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+    return "[" + text + "]";
+}
+
+/// "Type/id" of every completed listener call in order, " (replayed)" for released ones.
+inline strings calls_of(const call_log& log) {
+    strings names;
+    for (const auto& c : log.calls()) names.push_back(c.type + "/" + c.idempotence_id + (c.replayed ? " (replayed)" : ""));
+    return names;
+}
+
+inline void expect_calls(const call_log& log, const strings& expected) {
+    BOOST_TEST(join(calls_of(log)) == join(expected));
+}
+
+inline void expect_outcome(const delivery_result& result, outcome expected) {
+    BOOST_TEST(to_string(result.outcome) == to_string(expected), result.qualified_type << "/" << result.idempotence_id);
+}
+
+/// The states of every stored row with this claim key, oldest first.
+template <class B>
+strings states_of(B& b, const std::string& type, const std::string& id) {
+    strings states;
+    for (const auto& row : b.messages_with_key({type, id})) states.emplace_back(to_string(row.state));
+    return states;
+}
+
+template <class B>
+void expect_rows(B& b, const std::string& type, const std::string& id, const strings& states) {
+    BOOST_TEST(join(states_of(b, type, id)) == join(states), type << "/" << id);
+}
+
+template <class B>
+message_id row_id(B& b, const std::string& type, const std::string& id) {
+    const auto rows = b.messages_with_key({type, id});
+    BOOST_TEST_REQUIRE(rows.size() == 1u, type << "/" << id);
+    return rows.front().id;
+}
+
+template <class B>
+std::string instance_state_of(B& b, const std::string& context_id, const std::string& sequence = order_sequence) {
+    const auto instance = b.find_instance(sequence, context_id);
+    return instance ? std::string(to_string(instance->state)) : "absent";
+}
+
+template <class B>
+std::string business(B& b, const std::string& name) {
+    return b.business_get(name).value_or("<none>");
+}
+
+/// The only error-sink record of this idempotence id.
+template <class B>
+failed_delivery sink_record(B& b, const std::string& id) {
+    strings reasons;
+    std::optional<failed_delivery> found;
+    for (const auto& r : b.error_sink.records())
+        if (r.idempotence_id == id) {
+            reasons.push_back(r.reason);
+            found = r;
+        }
+    BOOST_TEST_REQUIRE(reasons.size() == 1u, "error sink records of '" << id << "': " << join(reasons));
+    return *found;
+}
+
+/// Checks the error-sink record of a listener failure.
+template <class B>
+void expect_listener_failure_in_sink(B& b, const std::string& type, const std::string& id, const std::string& context_id) {
+    const auto failure = sink_record(b, id);
+    BOOST_TEST(failure.qualified_type == type);
+    BOOST_TEST(failure.context_id == context_id);
+    BOOST_TEST(contains(failure.reason, "boom: " + type + "/" + id), "reason: " << failure.reason);
+    BOOST_TEST(failure.original.find_header("idempotence-id").value_or("") == id);
+}
+
+template <class B>
+void expect_nothing_stored(B& b) {
+    BOOST_TEST(b.messages().size() == 0u);
+    BOOST_TEST(b.claim_count() == 0u);
+    BOOST_TEST(b.instances().size() == 0u);
+}
+
+template <class B>
+strings acknowledged_ids(B& b) {
+    strings ids;
+    for (const auto& e : b.source.acknowledged()) ids.emplace_back(e.find_header("idempotence-id").value_or("?"));
+    return ids;
+}
+
+/// Empty when `handled` (qualified types in listener order) respects every release condition.
+inline std::string order_violation(const declarations<message>& decls, const strings& handled) {
+    std::set<std::string> done;
+    for (const auto& type : handled) {
+        const condition* release = nullptr;
+        for (const auto& seq : decls.sequences)
+            for (const auto& msg : seq.messages)
+                if (msg.qualified_type() == type) release = &msg.release;
+        if (release == nullptr) return "undeclared type " + type;
+        if (!release->satisfied([&](const std::string& t) { return done.contains(t); }))
+            return type + " ran before its predecessors in " + join(handled);
+        done.insert(type);
+    }
+    return {};
+}
+
+/// Stores `copies` rows with one key and no claim, as a database from before the claim table.
+template <class B>
+void insert_historical_rows(B& b, const std::string& context_id, const std::string& type, const std::string& id,
+                            message_state state, int copies) {
+    const timestamp now = b.clock.now();
+    const auto instance = b.store.create_or_get_instance(order_sequence, context_id, now, now + std::chrono::hours(24));
+    auto tx = b.store.begin();
+    for (int i = 0; i < copies; ++i) {
+        message_record row;
+        row.instance = instance.id;
+        row.type = type;
+        row.idempotence_id = id;
+        row.state = state;
+        row.created_at = now;
+        row.state_changed_at = now;
+        tx.insert_message(row);
+    }
+    tx.commit();
+}
+
+/// Validated before Created (buffered, then released by Created), then Prepared directly.
+template <class Harness>
+void buffered_then_direct(Harness& h) {
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    const auto created = h.deliver("OrderCreated", "c1", "o1");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.released == 1u);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::processed);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)", "OrderPrepared/p1"});
+}
+
+/// The order sequence plus CheckSequence: Check.X, then Check.Y, subtype resolved from the value.
+inline declarations<message> with_check_subtypes() {
+    auto decls = testing::order_declarations();
+    sequence_declaration<message> checks;
+    checks.name = "CheckSequence";
+    checks.retention = std::chrono::hours(1);
+    checks.messages = {testing::declare("Check", {}, "X"), testing::declare("Check", after("Check.X"), "Y")};
+    decls.sequences.push_back(std::move(checks));
+    decls.resolvers["Check"] = {[](const message& value, const envelope&) { return value; }, {"X", "Y"}};
+    return decls;
+}
+
+/// Counts listeners running per context; any second one running at once is an overlap.
+class exclusivity_probe {
+public:
+    explicit exclusivity_probe(const strings& contexts) {
+        for (const auto& c : contexts) in_flight_.try_emplace(c, 0);
+    }
+
+    void visit(const std::string& context_id) {
+        auto& running = in_flight_.at(context_id);
+        if (running.fetch_add(1) != 0) overlaps_.fetch_add(1);
+        const int now_running = everywhere_.fetch_add(1) + 1;
+        int seen = most_.load();
+        while (now_running > seen && !most_.compare_exchange_weak(seen, now_running)) {}
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        everywhere_.fetch_sub(1);
+        running.fetch_sub(1);
+    }
+
+    int overlaps() const { return overlaps_.load(); }
+    int most_in_parallel() const { return most_.load(); }
+
+private:
+    std::map<std::string, std::atomic<int>> in_flight_;
+    std::atomic<int> overlaps_{0};
+    std::atomic<int> everywhere_{0};
+    std::atomic<int> most_{0};
+};
+
+}  // namespace seqinbox::conformance
+
+BOOST_AUTO_TEST_SUITE(sequential_inbox)
+
+namespace conf = seqinbox::conformance;
+namespace si = seqinbox;
+using conf::expect_calls;
+using conf::expect_outcome;
+using conf::expect_rows;
+using conf::fail_first;
+using conf::harness;
+using si::outcome;
+
+// ---- release conditions ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(predecessor_is_buffered_then_released, Backend, backends) {
+    Backend b;
+    const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    std::string replayed_traceparent;
+    harness<Backend> h(b, [&](const conf::message&, const auto& ctx) {
+        if (ctx.replayed) replayed_traceparent = std::string(ctx.traceparent());
+    });
+
+    auto validated = si::testing::record("OrderValidated", "v1", "o1");
+    validated.headers.push_back({std::string(si::traceparent_header), traceparent});
+    expect_outcome(h.deliver(validated), outcome::buffered);
+    expect_rows(b, "OrderValidated", "v1", {"WAITING"});
+    const auto waiting = b.messages_with_key({"OrderValidated", "v1"});
+    BOOST_TEST_REQUIRE(waiting.size() == 1u);
+    BOOST_TEST_REQUIRE(waiting.front().payload.has_value());
+    BOOST_TEST(waiting.front().payload->key == validated.key);
+    BOOST_TEST(waiting.front().payload->value == validated.value);
+    BOOST_TEST((waiting.front().payload->headers == validated.headers));
+    BOOST_TEST(b.has_claim({"OrderValidated", "v1"}));
+    BOOST_TEST(h.log.size() == 0u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");
+
+    const auto created = h.deliver("OrderCreated", "c1", "o1");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.released == 1u);
+    BOOST_TEST(created.release_failures == 0u);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    BOOST_TEST(replayed_traceparent == traceparent);
+    BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(and_or_conditions, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+
+    // o1: Validated alone does not release Shipped; Validated and Expedited do.
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderShipped", "s1", "o1"), outcome::buffered);
+    expect_rows(b, "OrderShipped", "s1", {"WAITING"});
+    const auto expedited = h.deliver("OrderExpedited", "e1", "o1");
+    expect_outcome(expedited, outcome::processed);
+    BOOST_TEST(expedited.released == 1u);
+    expect_rows(b, "OrderShipped", "s1", {"PROCESSED"});
+    BOOST_TEST(conf::join(h.log.order_of("o1")) ==
+               conf::join({"OrderCreated", "OrderValidated", "OrderExpedited", "OrderShipped"}));
+
+    // o2: Prepared alone does not release Shipped; Prepared and Validated do.
+    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
+    expect_outcome(h.deliver("OrderShipped", "s2", "o2"), outcome::buffered);
+    const auto prepared = h.deliver("OrderPrepared", "p2", "o2");
+    expect_outcome(prepared, outcome::processed);
+    BOOST_TEST(prepared.released == 0u);
+    expect_rows(b, "OrderShipped", "s2", {"WAITING"});
+    const auto validated = h.deliver("OrderValidated", "v2", "o2");
+    expect_outcome(validated, outcome::processed);
+    BOOST_TEST(validated.released == 1u);
+    expect_rows(b, "OrderShipped", "s2", {"PROCESSED"});
+    BOOST_TEST(conf::join(h.log.order_of("o2")) ==
+               conf::join({"OrderCreated", "OrderPrepared", "OrderValidated", "OrderShipped"}));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(ten_buffered_messages_released_in_one_pass, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    const std::vector<std::pair<std::string, std::string>> arrivals = {
+        {"OrderShipped", "s0"}, {"OrderValidated", "v0"}, {"OrderPrepared", "p0"}, {"OrderValidated", "v1"},
+        {"OrderExpedited", "e0"}, {"OrderPrepared", "p1"}, {"OrderValidated", "v2"}, {"OrderExpedited", "e1"},
+        {"OrderShipped", "s1"}, {"OrderValidated", "v3"}};
+    for (const auto& [type, id] : arrivals) expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
+    BOOST_TEST(b.messages().size() == 10u);
+    BOOST_TEST(b.claim_count() == 10u);
+    BOOST_TEST(h.log.size() == 0u);
+
+    const auto created = h.deliver("OrderCreated", "c1", "o1");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.released == 10u);
+    BOOST_TEST(created.release_failures == 0u);
+
+    const auto calls = h.log.calls();
+    BOOST_TEST_REQUIRE(calls.size() == 11u);
+    BOOST_TEST(calls.front().type == "OrderCreated");
+    BOOST_TEST(!calls.front().replayed);
+    for (std::size_t i = 1; i < calls.size(); ++i) BOOST_TEST(calls[i].replayed, calls[i].type << "/" << calls[i].idempotence_id);
+    for (const std::string type : {"OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"}) {
+        conf::strings arrived, released;
+        for (const auto& [t, id] : arrivals)
+            if (t == type) arrived.push_back(id);
+        for (const auto& c : calls)
+            if (c.type == type) released.push_back(c.idempotence_id);
+        BOOST_TEST(conf::join(released) == conf::join(arrived), type);
+    }
+    BOOST_TEST(conf::order_violation(h.inbox->declared(), h.log.order_of("o1")) == "");
+    for (const auto& row : b.messages()) BOOST_TEST(to_string(row.state) == "PROCESSED", row.type << "/" << row.idempotence_id);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(same_type_twice_in_one_instance, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderValidated", "v2", "o1"), outcome::processed);
+
+    expect_outcome(h.deliver("OrderValidated", "v3", "o2"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v4", "o2"), outcome::buffered);
+    const auto created = h.deliver("OrderCreated", "c2", "o2");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.released == 2u);
+
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1", "OrderValidated/v2", "OrderCreated/c2",
+                         "OrderValidated/v3 (replayed)", "OrderValidated/v4 (replayed)"});
+    for (const std::string id : {"v1", "v2", "v3", "v4"}) expect_rows(b, "OrderValidated", id, {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(instance_closes_when_every_type_is_processed, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderExpedited"));
+    for (const std::string type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderShipped"}) {
+        expect_outcome(h.deliver(type, type + "-1", "o1"), outcome::processed);
+        BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN", "after " << type);
+    }
+    expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::failed);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN", "a FAILED type does not close the instance");
+
+    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
+    expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::processed);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    BOOST_TEST(conf::instance_state_of(b, "o2") == "OPEN");
+
+    // The last type handled is one no other type waits for.
+    for (const std::string type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
+        expect_outcome(h.deliver(type, type + "-3", "o3"), outcome::processed);
+    BOOST_TEST(conf::instance_state_of(b, "o3") == "CLOSED", "closed by a type without dependents");
+}
+
+// ---- not sequenced and rejected deliveries ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(filtered_and_contextless_messages_bypass_the_inbox, Backend, backends) {
+    Backend b;
+    auto decls = si::testing::order_declarations();
+    decls.sequences.at(0).messages.at(0).filter = [](const conf::message& value, const si::envelope&) {
+        return value != "unsequenced";
+    };
+    harness<Backend> h(b, {}, std::move(decls));
+
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1", "unsequenced"), outcome::not_sequenced);
+    expect_outcome(h.deliver("OrderValidated", "v1", ""), outcome::not_sequenced);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1"});
+    for (const auto& c : h.log.calls()) BOOST_TEST(c.context_id == "");
+    conf::expect_nothing_stored(b);
+    BOOST_TEST(b.error_sink.size() == 0u);
+
+    // Without a claim nothing makes a resend a duplicate: it is handled again.
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1", "unsequenced"), outcome::not_sequenced);
+    BOOST_TEST(h.log.count("OrderCreated", "c1") == 2u);
+    conf::expect_nothing_stored(b);
+
+    // The filter drops only what it says.
+    expect_outcome(h.deliver("OrderCreated", "c2", "o1"), outcome::processed);
+    expect_rows(b, "OrderCreated", "c2", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(bad_messages_are_rejected_to_the_error_sink, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::with_check_subtypes());
+
+    const auto unknown = si::testing::record("OrderCancelled", "x1", "o1");
+    expect_outcome(h.deliver(unknown), outcome::rejected);
+    const auto unknown_failure = conf::sink_record(b, "x1");
+    BOOST_TEST(conf::contains(unknown_failure.reason, "OrderCancelled"), "reason: " << unknown_failure.reason);
+    BOOST_TEST(unknown_failure.original.value == unknown.value);
+    conf::expect_nothing_stored(b);
+
+    expect_outcome(h.deliver("Check", "k2", "o1", "Z"), outcome::rejected);
+    const auto subtype_failure = conf::sink_record(b, "k2");
+    BOOST_TEST(conf::contains(subtype_failure.reason, "Z"), "reason: " << subtype_failure.reason);
+    BOOST_TEST(conf::contains(subtype_failure.reason, "Check"), "reason: " << subtype_failure.reason);
+    conf::expect_nothing_stored(b);
+
+    auto undecodable = si::testing::record("OrderCreated", "c9", "o1");
+    std::erase_if(undecodable.headers, [](const si::header& hd) { return hd.name == "idempotence-id"; });
+    expect_outcome(h.deliver(undecodable), outcome::rejected);
+    const auto undecodable_failure = conf::sink_record(b, "");
+    BOOST_TEST(conf::contains(undecodable_failure.reason, "idempotence-id"), "reason: " << undecodable_failure.reason);
+    conf::expect_nothing_stored(b);
+    BOOST_TEST(h.log.size() == 0u);
+    BOOST_TEST(b.error_sink.size() == 3u);
+
+    // The declared subtypes are sequenced under their qualified type.
+    expect_outcome(h.deliver("Check", "k3", "o1", "Y"), outcome::buffered);
+    const auto x = h.deliver("Check", "k4", "o1", "X");
+    expect_outcome(x, outcome::processed);
+    BOOST_TEST(x.qualified_type == "Check.X");
+    BOOST_TEST(x.released == 1u);
+    expect_calls(h.log, {"Check.X/k4", "Check.Y/k3 (replayed)"});
+    expect_rows(b, "Check.Y", "k3", {"PROCESSED"});
+    BOOST_TEST(conf::instance_state_of(b, "o1", "CheckSequence") == "CLOSED");
+}
+
+// ---- failures and retries ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(direct_failure_is_retried_on_the_same_row, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderCreated"));
+    const si::claim_key key{"OrderCreated", "c1"};
+
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::failed);
+    expect_rows(b, "OrderCreated", "c1", {"FAILED"});
+    const auto failed_row = conf::row_id(b, "OrderCreated", "c1");
+    BOOST_TEST(!b.has_claim(key));
+    conf::expect_listener_failure_in_sink(b, "OrderCreated", "c1", "o1");
+    BOOST_TEST(h.log.size() == 0u);
+
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+    BOOST_TEST(conf::row_id(b, "OrderCreated", "c1") == failed_row);
+    BOOST_TEST(b.has_claim(key));
+    expect_calls(h.log, {"OrderCreated/c1"});
+    BOOST_TEST(b.error_sink.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(failed_release_stays_retryable, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderValidated", 1, true));
+    const si::claim_key key{"OrderValidated", "v1"};
+
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    BOOST_TEST(b.has_claim(key));
+    const auto created = h.deliver("OrderCreated", "c1", "o1");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.released == 0u);
+    BOOST_TEST(created.release_failures == 1u);
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+    expect_rows(b, "OrderValidated", "v1", {"FAILED"});
+    const auto failed_row = conf::row_id(b, "OrderValidated", "v1");
+    BOOST_TEST(!b.has_claim(key));
+    conf::expect_listener_failure_in_sink(b, "OrderValidated", "v1", "o1");
+    expect_calls(h.log, {"OrderCreated/c1"});
+
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    BOOST_TEST(conf::row_id(b, "OrderValidated", "v1") == failed_row);
+    BOOST_TEST(b.has_claim(key));
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1"});
+    BOOST_TEST(b.error_sink.size() == 1u);
+}
+
+// ---- duplicates ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(duplicate_of_a_waiting_message_is_skipped, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    expect_rows(b, "OrderValidated", "v1", {"WAITING"});
+    BOOST_TEST(h.log.size() == 0u);
+
+    const auto created = h.deliver("OrderCreated", "c1", "o1");
+    BOOST_TEST(created.released == 1u);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(duplicate_of_a_processed_message_is_skipped, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    for (int i = 0; i < 2; ++i) {
+        expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
+        expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    }
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(historical_duplicate_rows_without_claim_are_skipped, Backend, backends) {
+    Backend b;
+    conf::insert_historical_rows(b, "o1", "OrderCreated", "c1", si::message_state::processed, 2);
+    BOOST_TEST(b.claim_count() == 0u);
+    harness<Backend> h(b);
+
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
+    BOOST_TEST(h.log.size() == 0u);
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED", "PROCESSED"});
+    BOOST_TEST(b.error_sink.size() == 0u);
+
+    // The historical PROCESSED rows still count for the release of successors.
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_calls(h.log, {"OrderValidated/v1"});
+}
+
+// ---- transaction propagation of the listener ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(not_supported_listener_gets_no_transaction, Backend, backends) {
+    Backend b;
+    conf::business_trace trace;
+    harness<Backend> h(b, conf::business_writer(b, trace));
+    conf::buffered_then_direct(h);
+    BOOST_TEST(trace.transaction_of.size() == 3u);
+    for (const auto& [name, tx] : trace.transaction_of) BOOST_TEST(tx == 0u, name);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(required_commits_listener_writes_with_inbox_state, Backend, backends) {
+    Backend b;
+    conf::business_trace trace;
+    harness<Backend, si::claim::insert_first, si::propagation::required> h(b, conf::business_writer(b, trace));
+    conf::buffered_then_direct(h);
+
+    for (const std::string name : {"OrderCreated/c1", "OrderValidated/v1", "OrderPrepared/p1"}) {
+        BOOST_TEST(conf::business(b, name) == "o1", name);
+        BOOST_TEST(trace.transaction_of[name] != 0u, name);
+    }
+    BOOST_TEST(trace.transaction_of["OrderCreated/c1"] == trace.transaction_of["OrderValidated/v1"],
+               "a release joins the claim transaction of the releasing delivery");
+    BOOST_TEST(trace.transaction_of["OrderCreated/c1"] != trace.transaction_of["OrderPrepared/p1"]);
+    BOOST_TEST(trace.visible_too_early.empty(), conf::join(trace.visible_too_early));
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(required_rolls_back_writes_of_a_failing_listener, Backend, backends) {
+    Backend b;
+    conf::business_trace trace;
+    harness<Backend, si::claim::insert_first, si::propagation::required> h(
+        b, conf::chain(conf::business_writer(b, trace), fail_first("OrderPrepared"), fail_first("OrderValidated", 1, true)));
+
+    // Direct path: the write dies with T1, FAILED is recorded anyway; a resend retries.
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::failed);
+    BOOST_TEST(conf::business(b, "OrderPrepared/p1") == "<none>");
+    expect_rows(b, "OrderPrepared", "p1", {"FAILED"});
+    BOOST_TEST(!b.has_claim({"OrderPrepared", "p1"}));
+    conf::expect_listener_failure_in_sink(b, "OrderPrepared", "p1", "o1");
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::processed);
+    BOOST_TEST(conf::business(b, "OrderPrepared/p1") == "o1");
+    expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
+
+    // Release path: only the failing replay's write is undone, the releasing delivery's stays.
+    expect_outcome(h.deliver("OrderValidated", "v2", "o2"), outcome::buffered);
+    const auto created = h.deliver("OrderCreated", "c2", "o2");
+    expect_outcome(created, outcome::processed);
+    BOOST_TEST(created.release_failures == 1u);
+    BOOST_TEST(conf::business(b, "OrderCreated/c2") == "o2");
+    BOOST_TEST(conf::business(b, "OrderValidated/v2") == "<none>");
+    expect_rows(b, "OrderCreated", "c2", {"PROCESSED"});
+    expect_rows(b, "OrderValidated", "v2", {"FAILED"});
+    BOOST_TEST(!b.has_claim({"OrderValidated", "v2"}));
+    conf::expect_listener_failure_in_sink(b, "OrderValidated", "v2", "o2");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(requires_new_gives_each_listener_call_its_own_transaction, Backend, backends) {
+    Backend b;
+    conf::business_trace trace;
+    bool created_committed_before_release = false;
+    auto observe = [&](const conf::message&, const auto& ctx) {
+        if (ctx.replayed) created_committed_before_release = b.business_get("OrderCreated/c1").has_value();
+    };
+    harness<Backend, si::claim::insert_first, si::propagation::requires_new> h(
+        b, conf::chain(conf::business_writer(b, trace), observe, fail_first("OrderExpedited")));
+    conf::buffered_then_direct(h);
+
+    std::set<std::uint64_t> transactions;
+    for (const std::string name : {"OrderCreated/c1", "OrderValidated/v1", "OrderPrepared/p1"}) {
+        BOOST_TEST(conf::business(b, name) == "o1", name);
+        BOOST_TEST(trace.transaction_of[name] != 0u, name);
+        transactions.insert(trace.transaction_of[name]);
+    }
+    BOOST_TEST(transactions.size() == 3u, "one transaction per listener call");
+    BOOST_TEST(created_committed_before_release);
+    BOOST_TEST(trace.visible_too_early.empty(), conf::join(trace.visible_too_early));
+
+    expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::failed);
+    BOOST_TEST(conf::business(b, "OrderExpedited/e1") == "<none>");
+    expect_rows(b, "OrderExpedited", "e1", {"FAILED"});
+}
+
+// ---- acknowledgement ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(acknowledgement_follows_the_durable_decision, Backend, backends) {
+    Backend b;
+    conf::strings at_listener;  // acknowledged deliveries while each listener ran
+    auto observe = [&](const conf::message&, const auto& ctx) {
+        at_listener.push_back(ctx.idempotence_id + " sees " + conf::join(conf::acknowledged_ids(b)) + " in flight " +
+                              std::to_string(b.source.in_flight()));
+    };
+    harness<Backend> h(b, conf::chain(observe, fail_first("OrderPrepared", 2)));
+
+    b.source.push(si::testing::record("OrderValidated", "v1", "o1"));
+    b.source.push(si::testing::record("OrderCreated", "c1", "o1"));
+    const auto buffered = h.inbox->poll_once();
+    BOOST_TEST_REQUIRE(buffered.has_value());
+    expect_outcome(*buffered, outcome::buffered);
+    BOOST_TEST(conf::join(conf::acknowledged_ids(b)) == "[v1]");
+    expect_rows(b, "OrderValidated", "v1", {"WAITING"});
+    const auto created = h.inbox->poll_once();
+    BOOST_TEST_REQUIRE(created.has_value());
+    BOOST_TEST(created->released == 1u);
+    BOOST_TEST(conf::join(conf::acknowledged_ids(b)) == "[v1, c1]");
+    BOOST_TEST(conf::join(at_listener) == "[c1 sees [v1] in flight 1, v1 sees [v1] in flight 1]");
+
+    // The error sink fails while a listener failure is reported: no acknowledgement, no loss.
+    b.source.push(si::testing::record("OrderPrepared", "p1", "o1"));
+    b.error_sink.fail_next(1);
+    BOOST_CHECK_THROW(h.inbox->poll_once(), std::exception);
+    BOOST_TEST(conf::join(conf::acknowledged_ids(b)) == "[v1, c1]");
+    BOOST_TEST(b.source.in_flight() == 1u);
+    BOOST_TEST(b.error_sink.size() == 0u);
+    BOOST_TEST(!b.has_claim({"OrderPrepared", "p1"}));
+    BOOST_TEST(b.source.redeliver_unacknowledged() == 1u);
+    const auto retried = h.inbox->poll_once();
+    BOOST_TEST_REQUIRE(retried.has_value());
+    expect_outcome(*retried, outcome::failed);
+    BOOST_TEST(conf::join(conf::acknowledged_ids(b)) == "[v1, c1, p1]");
+    conf::expect_listener_failure_in_sink(b, "OrderPrepared", "p1", "o1");
+    expect_rows(b, "OrderPrepared", "p1", {"FAILED"});
+    b.source.push(si::testing::record("OrderPrepared", "p1", "o1"));
+    expect_outcome(h.inbox->poll_once().value(), outcome::processed);
+    expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
+
+    // Same for a rejected delivery.
+    b.source.push(si::testing::record("OrderCancelled", "x1", "o1"));
+    b.error_sink.fail_next(1);
+    BOOST_CHECK_THROW(h.inbox->poll_once(), std::exception);
+    BOOST_TEST(b.source.in_flight() == 1u);
+    BOOST_TEST(b.source.redeliver_unacknowledged() == 1u);
+    expect_outcome(h.inbox->poll_once().value(), outcome::rejected);
+    BOOST_TEST(conf::sink_record(b, "x1").reason != "");
+    BOOST_TEST(conf::join(conf::acknowledged_ids(b)) == "[v1, c1, p1, p1, x1]");
+    BOOST_TEST(b.source.in_flight() == 0u);
+    BOOST_TEST(b.source.pending() == 0u);
+}
+
+// ---- concurrency ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(listeners_of_one_context_never_overlap, Backend, backends) {
+    using inbox_type = conf::inbox_of<Backend>;
+    constexpr int threads = 8;
+    constexpr int contexts = 50;
+    Backend b;
+    const auto decls = si::testing::order_declarations();
+    conf::strings types, context_ids;
+    for (const auto& msg : decls.sequences.at(0).messages) types.push_back(msg.qualified_type());
+    for (int i = 0; i < contexts; ++i) context_ids.push_back("order-" + std::to_string(i));
+
+    std::vector<si::envelope> deliveries;
+    for (const auto& ctx : context_ids)
+        for (const auto& type : types)
+            for (int copy = 0; copy < 2; ++copy) deliveries.push_back(si::testing::record(type, type + "@" + ctx, ctx));
+    std::shuffle(deliveries.begin(), deliveries.end(), std::mt19937(20240601));
+    for (const auto& e : deliveries) b.source.push(e);
+
+    conf::exclusivity_probe probe(context_ids);
+    si::testing::call_log log;
+    std::vector<std::unique_ptr<inbox_type>> inboxes;
+    for (int i = 0; i < threads; ++i) {
+        inboxes.push_back(conf::make_inbox<inbox_type>(b, decls));
+        conf::listen(*inboxes.back(), log, conf::hook<inbox_type>([&probe](const conf::message&, const auto& ctx) {
+                         probe.visit(ctx.context_id);
+                     }));
+    }
+    std::mutex errors_mutex;
+    conf::strings errors;
+    std::vector<std::thread> workers;
+    for (auto& inbox : inboxes)
+        workers.emplace_back([&, in = inbox.get()] {
+            try {
+                while (in->poll_once()) {}
+            } catch (const std::exception& e) {
+                std::lock_guard lock(errors_mutex);
+                errors.emplace_back(e.what());
+            }
+        });
+    for (auto& w : workers) w.join();
+    BOOST_TEST_MESSAGE("most listeners in parallel: " << probe.most_in_parallel());
+
+    BOOST_TEST(errors.empty(), conf::join(errors));
+    BOOST_TEST(probe.overlaps() == 0);
+    BOOST_TEST(log.size() == context_ids.size() * types.size());
+    for (const auto& ctx : context_ids) {
+        for (const auto& type : types) BOOST_TEST(log.count(type, type + "@" + ctx) == 1u, type << "@" << ctx);
+        BOOST_TEST(conf::order_violation(decls, log.order_of(ctx)) == "", ctx);
+        BOOST_TEST(conf::instance_state_of(b, ctx) == "CLOSED", ctx);
+    }
+    BOOST_TEST(b.messages().size() == context_ids.size() * types.size());
+    for (const auto& row : b.messages()) BOOST_TEST(to_string(row.state) == "PROCESSED", row.type << "/" << row.idempotence_id);
+    BOOST_TEST(b.claim_count() == context_ids.size() * types.size());
+    BOOST_TEST(b.source.acknowledged().size() == deliveries.size());
+    BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

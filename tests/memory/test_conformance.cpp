@@ -1,0 +1,11 @@
+// The conformance suite (tests/conformance/) instantiated for the in-memory backend.
+#define BOOST_TEST_MODULE conformance_memory
+#include <boost/test/unit_test.hpp>
+
+#include <boost/mpl/list.hpp>
+
+#include "memory_backend.hpp"
+
+using backends = boost::mpl::list<seqinbox::conformance::memory_backend>;
+
+#include "conformance/behaviour.hpp"
