@@ -211,11 +211,12 @@ private:
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
 
         transaction t1 = store_->begin();
-        if (Claim::acquire(t1, d.key(), instance.id, now) == claim_outcome::already_claimed) {
+        const claim_key key = d.key();
+        if (Claim::acquire(t1, key, instance.id, now) == claim_outcome::already_claimed) {
             t1.commit();
             return skipped(d, result, "already claimed");
         }
-        const auto existing = t1.find_messages(d.key());
+        const auto existing = t1.find_messages(key);
         std::optional<message_id> failed_row;
         for (const auto& row : existing)
             if (row.state == message_state::failed) failed_row = row.id;

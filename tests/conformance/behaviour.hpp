@@ -222,6 +222,25 @@ strings acknowledged_ids(B& b) {
     return ids;
 }
 
+/// Delivers every "Type/id" of `type_ids` in context `context_id` and expects `expected` for each.
+template <class Harness>
+void expect_each(Harness& h, outcome expected, const std::string& context_id, const strings& type_ids) {
+    for (const auto& name : type_ids) {
+        const auto slash = name.find('/');
+        expect_outcome(h.deliver(name.substr(0, slash), name.substr(slash + 1), context_id), expected);
+    }
+}
+
+/// Delivers "Type/id" in `context_id`: processed, releasing `released` buffered messages.
+template <class Harness>
+void expect_releasing(Harness& h, const std::string& context_id, const std::string& type_id, std::size_t released) {
+    const auto slash = type_id.find('/');
+    const auto result = h.deliver(type_id.substr(0, slash), type_id.substr(slash + 1), context_id);
+    expect_outcome(result, outcome::processed);
+    BOOST_TEST(result.released == released, type_id);
+    BOOST_TEST(result.release_failures == 0u, type_id);
+}
+
 /// Empty when `handled` (qualified types in listener order) respects every release condition.
 inline std::string order_violation(const declarations<message>& decls, const strings& handled) {
     std::set<std::string> done;
@@ -262,9 +281,7 @@ void insert_historical_rows(B& b, const std::string& context_id, const std::stri
 template <class Harness>
 void buffered_then_direct(Harness& h) {
     expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
-    const auto created = h.deliver("OrderCreated", "c1", "o1");
-    expect_outcome(created, outcome::processed);
-    BOOST_TEST(created.released == 1u);
+    expect_releasing(h, "o1", "OrderCreated/c1", 1);
     expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::processed);
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)", "OrderPrepared/p1"});
 }
@@ -315,6 +332,7 @@ BOOST_AUTO_TEST_SUITE(sequential_inbox)
 
 namespace conf = seqinbox::conformance;
 namespace si = seqinbox;
+using conf::expect_each;
 using conf::expect_calls;
 using conf::expect_outcome;
 using conf::expect_rows;
@@ -346,10 +364,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(predecessor_is_buffered_then_released, Backend, ba
     BOOST_TEST(h.log.size() == 0u);
     BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");
 
-    const auto created = h.deliver("OrderCreated", "c1", "o1");
-    expect_outcome(created, outcome::processed);
-    BOOST_TEST(created.released == 1u);
-    BOOST_TEST(created.release_failures == 0u);
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 1);
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
     expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
@@ -362,27 +377,20 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(and_or_conditions, Backend, backends) {
     harness<Backend> h(b);
 
     // o1: Validated alone does not release Shipped; Validated and Expedited do.
-    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
-    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
-    expect_outcome(h.deliver("OrderShipped", "s1", "o1"), outcome::buffered);
+    expect_each(h, outcome::processed, "o1", {"OrderCreated/c1", "OrderValidated/v1"});
+    expect_each(h, outcome::buffered, "o1", {"OrderShipped/s1"});
     expect_rows(b, "OrderShipped", "s1", {"WAITING"});
-    const auto expedited = h.deliver("OrderExpedited", "e1", "o1");
-    expect_outcome(expedited, outcome::processed);
-    BOOST_TEST(expedited.released == 1u);
+    conf::expect_releasing(h, "o1", "OrderExpedited/e1", 1);
     expect_rows(b, "OrderShipped", "s1", {"PROCESSED"});
     BOOST_TEST(conf::join(h.log.order_of("o1")) ==
                conf::join({"OrderCreated", "OrderValidated", "OrderExpedited", "OrderShipped"}));
 
     // o2: Prepared alone does not release Shipped; Prepared and Validated do.
-    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
-    expect_outcome(h.deliver("OrderShipped", "s2", "o2"), outcome::buffered);
-    const auto prepared = h.deliver("OrderPrepared", "p2", "o2");
-    expect_outcome(prepared, outcome::processed);
-    BOOST_TEST(prepared.released == 0u);
+    expect_each(h, outcome::processed, "o2", {"OrderCreated/c2"});
+    expect_each(h, outcome::buffered, "o2", {"OrderShipped/s2"});
+    conf::expect_releasing(h, "o2", "OrderPrepared/p2", 0);
     expect_rows(b, "OrderShipped", "s2", {"WAITING"});
-    const auto validated = h.deliver("OrderValidated", "v2", "o2");
-    expect_outcome(validated, outcome::processed);
-    BOOST_TEST(validated.released == 1u);
+    conf::expect_releasing(h, "o2", "OrderValidated/v2", 1);
     expect_rows(b, "OrderShipped", "s2", {"PROCESSED"});
     BOOST_TEST(conf::join(h.log.order_of("o2")) ==
                conf::join({"OrderCreated", "OrderPrepared", "OrderValidated", "OrderShipped"}));
@@ -400,10 +408,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(ten_buffered_messages_released_in_one_pass, Backen
     BOOST_TEST(b.claim_count() == 10u);
     BOOST_TEST(h.log.size() == 0u);
 
-    const auto created = h.deliver("OrderCreated", "c1", "o1");
-    expect_outcome(created, outcome::processed);
-    BOOST_TEST(created.released == 10u);
-    BOOST_TEST(created.release_failures == 0u);
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 10);
 
     const auto calls = h.log.calls();
     BOOST_TEST_REQUIRE(calls.size() == 11u);
@@ -426,15 +431,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(ten_buffered_messages_released_in_one_pass, Backen
 BOOST_AUTO_TEST_CASE_TEMPLATE(same_type_twice_in_one_instance, Backend, backends) {
     Backend b;
     harness<Backend> h(b);
-    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
-    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
-    expect_outcome(h.deliver("OrderValidated", "v2", "o1"), outcome::processed);
-
-    expect_outcome(h.deliver("OrderValidated", "v3", "o2"), outcome::buffered);
-    expect_outcome(h.deliver("OrderValidated", "v4", "o2"), outcome::buffered);
-    const auto created = h.deliver("OrderCreated", "c2", "o2");
-    expect_outcome(created, outcome::processed);
-    BOOST_TEST(created.released == 2u);
+    expect_each(h, outcome::processed, "o1", {"OrderCreated/c1", "OrderValidated/v1", "OrderValidated/v2"});
+    expect_each(h, outcome::buffered, "o2", {"OrderValidated/v3", "OrderValidated/v4"});
+    conf::expect_releasing(h, "o2", "OrderCreated/c2", 2);
 
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1", "OrderValidated/v2", "OrderCreated/c2",
                          "OrderValidated/v3 (replayed)", "OrderValidated/v4 (replayed)"});
@@ -579,13 +578,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(failed_release_stays_retryable, Backend, backends)
 BOOST_AUTO_TEST_CASE_TEMPLATE(duplicate_of_a_waiting_message_is_skipped, Backend, backends) {
     Backend b;
     harness<Backend> h(b);
-    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
-    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    expect_each(h, outcome::buffered, "o1", {"OrderValidated/v1"});
+    expect_each(h, outcome::duplicate, "o1", {"OrderValidated/v1"});
     expect_rows(b, "OrderValidated", "v1", {"WAITING"});
     BOOST_TEST(h.log.size() == 0u);
 
-    const auto created = h.deliver("OrderCreated", "c1", "o1");
-    BOOST_TEST(created.released == 1u);
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 1);
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
     expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
 }
@@ -593,12 +591,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(duplicate_of_a_waiting_message_is_skipped, Backend
 BOOST_AUTO_TEST_CASE_TEMPLATE(duplicate_of_a_processed_message_is_skipped, Backend, backends) {
     Backend b;
     harness<Backend> h(b);
-    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
-    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
-    for (int i = 0; i < 2; ++i) {
-        expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
-        expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
-    }
+    expect_each(h, outcome::buffered, "o1", {"OrderValidated/v1"});
+    expect_each(h, outcome::processed, "o1", {"OrderCreated/c1"});
+    expect_each(h, outcome::duplicate, "o1", {"OrderCreated/c1", "OrderValidated/v1", "OrderCreated/c1", "OrderValidated/v1"});
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
     expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
@@ -611,8 +606,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(historical_duplicate_rows_without_claim_are_skippe
     BOOST_TEST(b.claim_count() == 0u);
     harness<Backend> h(b);
 
-    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
-    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::duplicate);
+    expect_each(h, outcome::duplicate, "o1", {"OrderCreated/c1", "OrderCreated/c1"});
     BOOST_TEST(h.log.size() == 0u);
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED", "PROCESSED"});
     BOOST_TEST(b.error_sink.size() == 0u);

@@ -162,3 +162,24 @@ BOOST_AUTO_TEST_CASE(concurrent_predecessor_and_successor_are_serialised_by_the_
                    "A first for " << a_first_steps << " steps");
     }
 }
+
+BOOST_AUTO_TEST_CASE(a_redelivery_releases_what_a_crash_left_waiting) {
+    // The connection dies after PROCESSED was stored (REQUIRES_NEW) but before the release pass:
+    // the successor stays WAITING, the delivery is not acknowledged, and its redelivery, though
+    // a duplicate, runs the release pass.
+    two_instances<claim::insert_first> w;
+    BOOST_TEST((w.a.deliver(testing::record("OrderValidated", "v1", "o1")).outcome == outcome::buffered));
+    auto a = w.spawn(w.a, w.result_a, created);
+    w.driver.run_until(a, "message.waiting");
+    w.driver.lose_connection(a);
+    BOOST_TEST((w.driver.finish(a) == task_status::failed));
+    BOOST_TEST((w.store.messages_with_key({"OrderValidated", "v1"}).at(0).state == message_state::waiting));
+    BOOST_TEST(w.calls.count("OrderValidated", "v1") == 0u);
+
+    auto again = w.b.deliver(created);
+    BOOST_TEST((again.outcome == outcome::duplicate));
+    BOOST_TEST(again.released == 1u);
+    BOOST_TEST(w.calls.count("OrderCreated", "c1") == 1u);
+    BOOST_TEST(w.calls.count("OrderValidated", "v1") == 1u);
+    BOOST_TEST((w.store.messages_with_key({"OrderValidated", "v1"}).at(0).state == message_state::processed));
+}

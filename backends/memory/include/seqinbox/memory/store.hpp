@@ -51,7 +51,7 @@ public:
                                              timestamp created_at, timestamp retain_until) {
         yield_point("instance.create_or_get");
         std::lock_guard lock(mutex_);
-        auto [it, inserted] = instance_index_.try_emplace(instance_key(sequence, context_id), next_id_);
+        auto [it, inserted] = instance_index_[sequence].try_emplace(context_id, next_id_);
         if (inserted) {
             instance_row row;
             row.row = {next_id_++, sequence, context_id, instance_state::open, created_at, retain_until, {}};
@@ -83,8 +83,10 @@ public:
     }
     std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) const {
         std::lock_guard lock(mutex_);
-        auto it = instance_index_.find(instance_key(sequence, context_id));
-        if (it == instance_index_.end()) return std::nullopt;
+        auto by_sequence = instance_index_.find(sequence);
+        if (by_sequence == instance_index_.end()) return std::nullopt;
+        auto it = by_sequence->second.find(context_id);
+        if (it == by_sequence->second.end()) return std::nullopt;
         return instances_.at(it->second).row;
     }
     std::vector<message_record> messages() const {
@@ -124,14 +126,6 @@ public:
 private:
     friend class transaction;
     using lock_guard = std::unique_lock<std::mutex>;
-
-    static std::string instance_key(const std::string& sequence, const std::string& context_id) {
-        std::string key;
-        key.reserve(sequence.size() + context_id.size() + 1);
-        key.append(sequence).push_back('\0');
-        key.append(context_id);
-        return key;
-    }
 
     void ensure_usable(const detail::tx_state& tx) const {
         if (tx.dead)
@@ -267,7 +261,7 @@ private:
     std::uint64_t next_tx_ = 1;
 
     std::unordered_map<instance_id, instance_row> instances_;
-    std::unordered_map<std::string, instance_id> instance_index_;
+    std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index_;  // sequence, context
     std::unordered_map<message_id, detail::stored_message> messages_;
     std::unordered_multimap<std::size_t, message_id> messages_by_key_;  // by claim key hash: non-unique
     std::unordered_map<claim_key, detail::claim_slot, detail::claim_key_hash> claims_;
@@ -572,7 +566,7 @@ inline void store::delete_instance(instance_id id) {
     for (const auto& key : it->second.claims)
         if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
             claims_.erase(c);
-    instance_index_.erase(instance_key(it->second.row.sequence, it->second.row.context_id));
+    instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
     instances_.erase(it);
     cv_.notify_all();
 }
