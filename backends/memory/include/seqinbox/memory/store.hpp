@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,10 +52,10 @@ public:
                                              timestamp created_at, timestamp retain_until) {
         yield_point("instance.create_or_get");
         std::lock_guard lock(mutex_);
-        auto [it, inserted] = instance_index_[sequence].try_emplace(context_id, next_id_);
+        auto [it, inserted] = instance_index_[sequence].try_emplace(context_id, next_instance_id_);
         if (inserted) {
             instance_row row;
-            row.row = {next_id_++, sequence, context_id, instance_state::open, created_at, retain_until, {}};
+            row.row = {next_instance_id_++, sequence, context_id, instance_state::open, created_at, retain_until, {}};
             instances_.emplace(it->second, std::move(row));
         }
         return instances_.at(it->second).row;
@@ -92,7 +93,8 @@ public:
     std::vector<message_record> messages() const {
         std::lock_guard lock(mutex_);
         std::vector<message_record> rows;
-        for (const auto& [id, row] : messages_) rows.push_back(row.record(id));
+        for (std::size_t i = 0; i < messages_.size(); ++i)
+            if (messages_[i].exists) rows.push_back(messages_[i].record(static_cast<message_id>(i + 1)));
         std::ranges::sort(rows, {}, &message_record::id);
         return rows;
     }
@@ -180,17 +182,26 @@ private:
 
     std::optional<message_record> visible_message(detail::tx_state& tx, message_id id) const {
         if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; })) return *own;
-        auto it = messages_.find(id);
-        if (it == messages_.end()) return std::nullopt;
-        return it->second.record(id);
+        const auto* row = committed_message(id);
+        if (row == nullptr) return std::nullopt;
+        return row->record(id);
     }
+
+    template <class Self>
+    static auto* committed_in(Self& self, message_id id) {
+        auto index = static_cast<std::size_t>(id - 1);
+        auto& rows = self.messages_;
+        return id > 0 && index < rows.size() && rows[index].exists ? &rows[index] : nullptr;
+    }
+    detail::stored_message* committed_message(message_id id) { return committed_in(*this, id); }
+    const detail::stored_message* committed_message(message_id id) const { return committed_in(*this, id); }
 
     /// Calls `visit(id, row)` for every committed message with `key` (several in old databases).
     template <class Visit>
     void for_each_committed(const claim_key& key, Visit visit) const {
         auto [first, last] = messages_by_key_.equal_range(detail::claim_key_hash{}(key));
         for (auto it = first; it != last; ++it)
-            if (const auto& row = messages_.at(it->second); row.has_key(key)) visit(it->second, row);
+            if (const auto& row = *committed_message(it->second); row.has_key(key)) visit(it->second, row);
     }
 
     /// How the transaction's own writes change the number of PROCESSED rows of `type`.
@@ -198,8 +209,8 @@ private:
         int delta = 0;
         for (const auto& own : tx.writes.messages) {
             if (own.instance != instance || own.type != type) continue;
-            auto it = messages_.find(own.id);
-            if (it != messages_.end() && it->second.state == message_state::processed) --delta;
+            const auto* before = committed_message(own.id);
+            if (before != nullptr && before->state == message_state::processed) --delta;
             if (own.state == message_state::processed) ++delta;
         }
         return delta;
@@ -257,12 +268,13 @@ private:
     store_options options_;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
-    std::int64_t next_id_ = 1;
+    instance_id next_instance_id_ = 1;
+    message_id next_message_id_ = 1;
     std::uint64_t next_tx_ = 1;
 
     std::unordered_map<instance_id, instance_row> instances_;
     std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index_;  // sequence, context
-    std::unordered_map<message_id, detail::stored_message> messages_;
+    std::deque<detail::stored_message> messages_;  // message id N at index N-1; ids are dense
     std::unordered_multimap<std::size_t, message_id> messages_by_key_;  // by claim key hash: non-unique
     std::unordered_map<claim_key, detail::claim_slot, detail::claim_key_hash> claims_;
     std::map<std::string, std::string> kv_;
@@ -327,7 +339,7 @@ public:
             std::vector<message_record> rows;
             s.for_each_committed(key, [&](message_id id, const auto&) { rows.push_back(*s.visible_message(tx, id)); });
             for (const auto& own : tx.writes.messages)
-                if (own.key() == key && !s.messages_.contains(own.id)) rows.push_back(own);
+                if (own.key() == key && !s.committed_message(own.id)) rows.push_back(own);
             std::ranges::sort(rows, {}, &message_record::id);
             return rows;
         });
@@ -370,7 +382,7 @@ public:
                         rows.push_back(std::move(*row));
             }
             for (const auto& own : tx.writes.messages)
-                if (own.instance == instance && own.state == message_state::waiting && !s.messages_.contains(own.id) &&
+                if (own.instance == instance && own.state == message_state::waiting && !s.committed_message(own.id) &&
                     std::ranges::find(types, own.type) != types.end())
                     rows.push_back(own);
             std::ranges::sort(rows, {}, &message_record::id);
@@ -381,7 +393,7 @@ public:
     message_id insert_message(message_record row) {
         return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) {
             s.require_instance(row.instance);
-            row.id = s.next_id_++;
+            row.id = s.next_message_id_++;
             tx.writes.messages.push_back(std::move(row));
             s.message_locks_.emplace(tx.writes.messages.back().id, tx.id);
             tx.locks.messages.push_back(tx.writes.messages.back().id);
@@ -514,19 +526,20 @@ inline void store::forget_message_indexes(message_id id, const detail::stored_me
 
 inline void store::apply_message(message_record&& row) {
     const message_id id = row.id;
-    auto it = messages_.find(id);
-    if (it != messages_.end()) forget_message_indexes(id, it->second);
+    auto* existing = committed_message(id);
+    if (existing != nullptr) forget_message_indexes(id, *existing);
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) ++instance.processed[row.type];
     if (row.state == message_state::waiting) instance.waiting[row.type].insert(id);
-    if (it != messages_.end()) {
-        it->second = detail::stored_message(std::move(row), it->second.key_hash);
+    if (existing != nullptr) {
+        *existing = detail::stored_message(std::move(row), existing->key_hash);
         return;
     }
     const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
     messages_by_key_.emplace(hash, id);
     instance.messages.push_back(id);
-    messages_.emplace(id, detail::stored_message(std::move(row), hash));
+    if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
+    messages_[static_cast<std::size_t>(id) - 1] = detail::stored_message(std::move(row), hash);
 }
 
 inline void store::apply(detail::tx_state& tx) {
@@ -554,14 +567,14 @@ inline void store::delete_instance(instance_id id) {
     auto it = instances_.find(id);
     if (it == instances_.end()) return;
     for (message_id m : it->second.messages) {
-        auto row = messages_.find(m);
-        auto [first, last] = messages_by_key_.equal_range(row->second.key_hash);
+        auto& row = *committed_message(m);
+        auto [first, last] = messages_by_key_.equal_range(row.key_hash);
         for (auto k = first; k != last; ++k)
             if (k->second == m) {
                 messages_by_key_.erase(k);
                 break;
             }
-        messages_.erase(row);
+        row = detail::stored_message{};
     }
     for (const auto& key : it->second.claims)
         if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)

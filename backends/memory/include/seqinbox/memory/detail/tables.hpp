@@ -44,12 +44,14 @@ struct stored_message {
     timestamp state_changed_at{};
     std::unique_ptr<const envelope> payload;
     std::size_t key_hash = 0;
+    bool exists = false;  // false: never committed, or removed by a cascade
 
     stored_message() = default;
     stored_message(message_record&& row, std::size_t hash)
         : instance(row.instance), type(std::move(row.type)), idempotence_id(std::move(row.idempotence_id)),
           state(row.state), created_at(row.created_at), state_changed_at(row.state_changed_at),
-          payload(row.payload ? std::make_unique<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash) {}
+          payload(row.payload ? std::make_unique<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash),
+          exists(true) {}
 
     bool has_key(const claim_key& key) const { return type == key.type && idempotence_id == key.idempotence_id; }
 
