@@ -152,35 +152,48 @@ private:
         ready_.store(true, std::memory_order_release);
     }
 
+    /// Steps 1 and 2: decode, resolve the qualified type, filter, extract the context id. User
+    /// callables that throw make the delivery a bad message rather than one that never ends.
     delivery_result decide(const envelope& record) {
         std::optional<decoded<message_type>> decoded_message;
         try {
             decoded_message.emplace(decoder_.decode(record));
-        } catch (const std::exception& e) {
-            return reject(record, std::string("undecodable: ") + e.what(), {}, {});
+        } catch (...) {
+            return reject(record, "undecodable: " + current_exception_text(), {}, {});
         }
-        const entry* type = resolve(*decoded_message, record);
-        if (type == nullptr) return reject(record, rejection_reason(*decoded_message, record), decoded_message->type, decoded_message->idempotence_id);
-
-        delivery d{record, std::move(decoded_message->message), type, std::move(decoded_message->idempotence_id), {}};
-        const auto& decl = *type->declaration;
-        if (decl.filter && !decl.filter(d.message, record)) return handle_directly(d);
-        auto context_id = decl.context_id(d.message, record);
+        auto& m = *decoded_message;
+        std::string qualified = m.type;
+        const entry* type = nullptr;
+        std::optional<std::string> context_id;
+        try {
+            if (const auto* resolver = catalog_.resolver(m.type)) qualified = qualify(m.type, resolver->resolve(m.message, record));
+            type = catalog_.find(qualified);
+            if (type != nullptr && (!type->declaration->filter || type->declaration->filter(m.message, record)))
+                context_id = type->declaration->context_id(m.message, record);
+        } catch (...) {
+            return reject(record, "cannot classify message: " + current_exception_text(), qualified, m.idempotence_id);
+        }
+        if (type == nullptr) return reject(record, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
+        delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
         if (!context_id || context_id->empty()) return handle_directly(d);
         d.context_id = std::move(*context_id);
         return sequence(d);
     }
 
-    const entry* resolve(const decoded<message_type>& m, const envelope& record) const {
-        if (const auto* resolver = catalog_.resolver(m.type))
-            return catalog_.find(qualify(m.type, resolver->resolve(m.message, record)));
-        return catalog_.find(m.type);
+    static std::string unknown_type_reason(const std::string& type, const std::string& qualified) {
+        if (qualified != type) return "subtype '" + qualified.substr(type.size() + 1) + "' of message type '" + type + "' is not declared";
+        return "unknown message type '" + type + "'";
     }
 
-    std::string rejection_reason(const decoded<message_type>& m, const envelope& record) const {
-        if (const auto* resolver = catalog_.resolver(m.type))
-            return "subtype '" + resolver->resolve(m.message, record) + "' of message type '" + m.type + "' is not declared";
-        return "unknown message type '" + m.type + "'";
+    /// The text of the exception being handled, whatever its type.
+    static std::string current_exception_text() {
+        try {
+            throw;
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an exception that is not a std::exception";
+        }
     }
 
     delivery_result reject(const envelope& record, std::string reason, std::string type, std::string idempotence_id) {
@@ -195,8 +208,8 @@ private:
         delivery_result result{outcome::not_sequenced, d.type->qualified, d.idempotence_id, {}, 0, 0};
         try {
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, nullptr);
-        } catch (const std::exception& e) {
-            sink_->publish({d.record, listener_failure(e), d.type->qualified, d.idempotence_id, {}});
+        } catch (...) {
+            sink_->publish({d.record, listener_failure(), d.type->qualified, d.idempotence_id, {}});
             result.outcome = outcome::failed;
         }
         log(log_level::info, [&] { return "not sequenced " + describe(d) + " -> " + std::string(to_string(result.outcome)); });
@@ -241,8 +254,8 @@ private:
         }
         try {
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
-        } catch (const std::exception& e) {
-            fail_direct(t1, instance.id, d, failed_row, listener_failure(e));
+        } catch (...) {
+            fail_direct(t1, instance.id, d, failed_row, listener_failure());
             result.outcome = outcome::failed;
             return result;
         }
@@ -347,14 +360,15 @@ private:
         try {
             auto again = decoder_.decode(record);
             guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
-        } catch (const std::exception& e) {
-            sink_->publish({record, listener_failure(e), row.type, row.idempotence_id, context_id});
+        } catch (...) {
+            const std::string reason = listener_failure();
+            sink_->publish({record, reason, row.type, row.idempotence_id, context_id});
             propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
                 tx->update_message_state(row.id, message_state::failed, clock_.now());
                 Claim::forget(*tx, row.key());
             });
             metrics_.failed(row.type);
-            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + " context " + context_id + ": " + e.what(); });
+            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + " context " + context_id + ": " + reason; });
             return false;
         }
         const timestamp now = clock_.now();
@@ -405,7 +419,7 @@ private:
         return row;
     }
 
-    static std::string listener_failure(const std::exception& e) { return std::string("listener failed: ") + e.what(); }
+    static std::string listener_failure() { return "listener failed: " + current_exception_text(); }
 
     static std::string describe(const delivery& d) {
         return d.type->qualified + "/" + d.idempotence_id + (d.context_id.empty() ? "" : " context " + d.context_id);
