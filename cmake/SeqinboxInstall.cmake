@@ -20,6 +20,7 @@ set(SEQINBOX_INSTALL_SCHEMADIR "${CMAKE_INSTALL_DATADIR}/seqinbox/schema"
 #   RdKafka::rdkafka++ "RdKafka CONFIG", yaml-cpp::yaml-cpp "yaml-cpp CONFIG".
 set(_seqinbox_package_of_range-v3::range-v3 "range-v3 CONFIG")
 set(_seqinbox_package_of_Threads::Threads "Threads")
+set(_seqinbox_package_of_yaml-cpp "yaml-cpp CONFIG")  # Debian's yaml-cpp 0.7 names its target yaml-cpp
 
 # seqinbox components (out_components) and find_dependency() argument strings (out_packages)
 # the installed target of component `name` needs. Private dependencies of static libraries

@@ -11,6 +11,9 @@
 
 #include "demo.hpp"
 #include "options.hpp"
+#ifdef SEQINBOX_CLI_HAS_YAML
+#include "validate.hpp"
+#endif
 
 namespace {
 
@@ -26,6 +29,10 @@ struct subcommand {
 constexpr std::array subcommands{
     subcommand{"demo", "run an order sequence through three concurrent in-memory instances and verify it", demo_command,
                "seqinbox demo --help"},
+#ifdef SEQINBOX_CLI_HAS_YAML
+    subcommand{"validate", "check sequence declaration files (YAML) and summarise them", validate_command,
+               "seqinbox validate --help"},
+#endif
 };
 
 const subcommand* find(std::string_view name) {

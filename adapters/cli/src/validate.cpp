@@ -1,0 +1,212 @@
+// `seqinbox validate`: see validate.hpp. The summary lists each sequence's types in release
+// order (the order in which the least fixpoint of releasable types reaches them).
+#include "validate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/yaml/document.hpp"
+#include "seqinbox/yaml/loader.hpp"
+#include "seqinbox/yaml/registry.hpp"
+
+namespace seqinbox::cli {
+
+namespace {
+
+using message = std::string;  // the program has no message type of its own; names bind to envelopes
+
+constexpr std::string_view validate_usage =
+    "usage: seqinbox validate [--assume-registered] [--json] FILE...\n"
+    "\n"
+    "Checks sequence declaration files (YAML, SPEC section 4) and prints a summary per sequence:\n"
+    "its types and its release graph in topological order.\n"
+    "\n"
+    "  --assume-registered  accept extractor, filter and resolver names that are not built-in\n"
+    "                       (the application registers them in C++); they are listed as assumed\n"
+    "  --json               print the summary as JSON\n"
+    "\n"
+    "Built-in names: key, header:NAME, json:/pointer.\n"
+    "exit status: 0 every file is valid, 1 a file has problems (all listed on stderr),\n"
+    "             2 usage error or unreadable file\n";
+
+struct checked_file {
+    yaml::document doc;
+    yaml::load_result<message> result;
+};
+
+/// Indices of a sequence's messages in release order; each type once (first declaration).
+std::vector<std::size_t> release_order(const sequence_declaration<message>& seq) {
+    std::vector<std::size_t> order;
+    std::set<std::string> released;
+    for (bool progress = true; progress;) {
+        progress = false;
+        std::vector<std::size_t> round;  // released together: each depends only on earlier rounds
+        for (std::size_t i = 0; i < seq.messages.size(); ++i) {
+            const auto name = seq.messages[i].qualified_type();
+            if (released.count(name) || std::ranges::find(round, i) != round.end()) continue;
+            if (seq.messages[i].release.satisfied([&](const std::string& p) { return released.count(p) > 0; }))
+                round.push_back(i);
+        }
+        for (auto i : round) progress |= released.insert(seq.messages[i].qualified_type()).second;
+        order.insert(order.end(), round.begin(), round.end());
+    }
+    return order;
+}
+
+std::string release_text(const condition& c) {
+    return c.is_always() ? "immediately" : seqinbox::detail::describe(c);
+}
+
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buffer[8];
+                std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
+                out += buffer;
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out + "\"";
+}
+
+std::string name_or_none(const std::optional<yaml::name_use>& use) { return use ? use->name : "-"; }
+
+void print_text(const checked_file& f, std::ostream& out) {
+    const auto& decls = f.result.decls;
+    out << f.doc.file << ": valid, " << decls.sequences.size() << (decls.sequences.size() == 1 ? " sequence\n" : " sequences\n");
+    for (std::size_t s = 0; s < decls.sequences.size(); ++s) {
+        const auto& seq = decls.sequences[s];
+        out << "sequence " << seq.name << " (retention " << f.doc.sequences[s].retention_text << ", "
+            << seq.messages.size() << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
+        std::size_t step = 0;
+        for (auto m : release_order(seq)) {
+            const auto& msg = seq.messages[m];
+            const auto& entry = f.doc.sequences[s].messages[m];
+            out << "  " << ++step << ". " << msg.qualified_type() << ": " << release_text(msg.release)
+                << "; context id " << name_or_none(entry.context_id);
+            if (entry.filter) out << ", filter " << entry.filter->name;
+            if (!msg.topic.empty()) out << ", topic " << msg.topic;
+            if (!msg.cluster.empty()) out << ", cluster " << msg.cluster;
+            out << '\n';
+        }
+    }
+    for (const auto& [type, resolver] : decls.resolvers) {
+        const auto it = std::ranges::find(f.doc.resolvers, type, &yaml::resolver_entry::type);
+        out << "subtype resolver of " << type << ": " << it->resolver.name << " (" << seqinbox::detail::quoted_list(resolver.subtypes)
+            << ")\n";
+    }
+    std::set<std::string> listed;
+    for (const auto& a : f.result.assumed)
+        if (listed.insert(a.name).second)
+            out << "assumed registered: " << a.name << " (" << f.doc.file << ':' << a.where.line << ':' << a.where.column << ")\n";
+}
+
+void print_json(const std::vector<checked_file>& files, std::ostream& out) {
+    out << "{\"files\": [";
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const auto& f = files[i];
+        const auto& decls = f.result.decls;
+        out << (i ? ", " : "") << "{\"file\": " << json_string(f.doc.file)
+            << ", \"valid\": " << (f.result.problems.empty() ? "true" : "false") << ", \"errors\": [";
+        const auto errors = f.result.messages();
+        for (std::size_t e = 0; e < errors.size(); ++e) out << (e ? ", " : "") << json_string(errors[e]);
+        out << "], \"sequences\": [";
+        for (std::size_t s = 0; f.result.problems.empty() && s < decls.sequences.size(); ++s) {
+            const auto& seq = decls.sequences[s];
+            out << (s ? ", " : "") << "{\"name\": " << json_string(seq.name) << ", \"retention\": "
+                << json_string(f.doc.sequences[s].retention_text) << ", \"retention_seconds\": " << seq.retention.count()
+                << ", \"release_order\": [";
+            bool first = true;
+            for (auto m : release_order(seq)) {
+                const auto& msg = seq.messages[m];
+                const auto& entry = f.doc.sequences[s].messages[m];
+                out << (first ? "" : ", ") << "{\"type\": " << json_string(msg.type) << ", \"subtype\": " << json_string(msg.subtype)
+                    << ", \"qualified_type\": " << json_string(msg.qualified_type())
+                    << ", \"release\": " << json_string(release_text(msg.release))
+                    << ", \"context_id_extractor\": " << json_string(name_or_none(entry.context_id))
+                    << ", \"message_filter\": " << (entry.filter ? json_string(entry.filter->name) : "null")
+                    << ", \"topic\": " << json_string(msg.topic) << ", \"cluster\": " << json_string(msg.cluster) << "}";
+                first = false;
+            }
+            out << "]}";
+        }
+        out << "], \"assumed\": [";
+        for (std::size_t a = 0; a < f.result.assumed.size(); ++a) {
+            const auto& use = f.result.assumed[a];
+            out << (a ? ", " : "") << "{\"name\": " << json_string(use.name) << ", \"line\": " << use.where.line
+                << ", \"column\": " << use.where.column << "}";
+        }
+        out << "]}";
+    }
+    out << "]}\n";
+}
+
+}  // namespace
+
+int validate_command(std::span<const std::string_view> args) {
+    yaml::load_options options;
+    bool json = false;
+    std::vector<std::string> paths;
+    for (option_reader r(args, "validate"); r.next();) {
+        if (r.flag("--help") || r.flag("-h")) {
+            std::cout << validate_usage;
+            return exit_ok;
+        }
+        if (r.flag("--assume-registered")) options.assume_registered = true;
+        else if (r.flag("--json")) json = true;
+        else if (r.current().starts_with('-') && r.current() != "-") r.unknown();
+        else paths.emplace_back(r.current());
+    }
+    if (paths.empty()) throw usage_error("seqinbox validate: no FILE given");
+
+    // Read every file first: an unreadable one is a usage problem, reported before any check.
+    std::vector<checked_file> files;
+    for (const auto& path : paths) {
+        try {
+            files.push_back({yaml::parse_file(path), {}});
+        } catch (const seqinbox::error& e) {
+            std::cerr << "seqinbox validate: " << e.what() << '\n';
+            return exit_usage;
+        }
+    }
+    const yaml::registry<message> no_names;  // the program knows only the built-ins
+    bool valid = true;
+    for (auto& f : files) {
+        f.result = yaml::bind_names(f.doc, no_names, options);
+        for (const auto& line : f.result.messages()) std::cerr << line << '\n';
+        valid = valid && f.result.problems.empty();
+    }
+    if (json) {
+        print_json(files, std::cout);
+    } else {
+        for (const auto& f : files)
+            if (f.result.problems.empty()) print_text(f, std::cout);
+        if (!valid) {
+            std::size_t count = 0;
+            for (const auto& f : files) count += f.result.problems.size();
+            std::cerr << count << (count == 1 ? " problem" : " problems") << " found\n";
+        }
+    }
+    return valid ? exit_ok : exit_check_failed;
+}
+
+}  // namespace seqinbox::cli

@@ -1,0 +1,89 @@
+# cmake -DSEQINBOX=<program> -DFILES=<tests/yaml/files> -DWORK_DIR=<dir> -P cli_validate.cmake
+# `seqinbox validate`: exit codes, stdout and stderr for valid, invalid and unreadable files.
+cmake_minimum_required(VERSION 3.25)
+
+# run(<expected exit code> ARGS ... [OUT regex...] [ERR regex...] [NOT_OUT regex...])
+# (square brackets would merge list elements, so the regexes match them with '.')
+function(run code)
+  cmake_parse_arguments(arg "" "" "ARGS;OUT;ERR;NOT_OUT" ${ARGN})
+  execute_process(COMMAND "${SEQINBOX}" validate ${arg_ARGS} WORKING_DIRECTORY "${FILES}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(context "seqinbox validate ${arg_ARGS}\n--- stdout\n${out}--- stderr\n${err}")
+  if(NOT rc STREQUAL "${code}")
+    message(FATAL_ERROR "exit ${rc}, expected ${code}: ${context}")
+  endif()
+  foreach(re IN LISTS arg_OUT)
+    if(NOT out MATCHES "${re}")
+      message(FATAL_ERROR "stdout does not match '${re}': ${context}")
+    endif()
+  endforeach()
+  foreach(re IN LISTS arg_ERR)
+    if(NOT err MATCHES "${re}")
+      message(FATAL_ERROR "stderr does not match '${re}': ${context}")
+    endif()
+  endforeach()
+  foreach(re IN LISTS arg_NOT_OUT)
+    if(out MATCHES "${re}")
+      message(FATAL_ERROR "stdout unexpectedly matches '${re}': ${context}")
+    endif()
+  endforeach()
+endfunction()
+
+# Valid, built-in names only: summary with the release graph in topological order.
+run(0 ARGS valid/topics_and_clusters.yaml
+  OUT "^valid/topics_and_clusters.yaml: valid, 1 sequence\n"
+      "sequence S \\(retention 24h, 3 types\\)\n"
+      "  1\\. OrderCreated: immediately; context id key, topic orders, cluster main\n"
+      "  2\\. Payment\\.CARD: after OrderCreated; context id key, topic payments, cluster finance\n"
+      "  3\\. Payment\\.INVOICE: after OrderCreated"
+      "subtype resolver of Payment: header:payment-kind \\('CARD', 'INVOICE'\\)\n")
+run(0 ARGS valid/or_with_harmless_cycle.yaml
+  OUT "  1\\. Start: immediately[^\n]*\n  2\\. X: any_of\\(after Start, after Y\\)[^\n]*\n  3\\. Y: after X")
+run(0 ARGS valid/nested_conditions.yaml
+  OUT "  4\\. D: all_of\\(after A, any_of\\(after B, all_of\\(after C, any_of\\(after A, after B\\)\\)\\)\\)")
+
+# Names the program does not know: errors, unless assumed (then listed once).
+run(1 ARGS valid/subtypes_across_sequences.yaml
+  ERR "valid/subtypes_across_sequences.yaml:2:19: unknown subtype resolver 'validation-kind'"
+      "valid/subtypes_across_sequences.yaml:8:29: unknown context id extractor 'order-id'"
+      "valid/subtypes_across_sequences.yaml:11:29: unknown context id extractor 'order-id'"
+      "3 problems found\n$"
+  NOT_OUT "valid")
+run(0 ARGS --assume-registered valid/subtypes_across_sequences.yaml valid/two_sequences.yaml
+  OUT "sequence OrderSequence \\(retention 24h, 2 types\\)\n  1\\. OrderCreated: immediately; context id order-id\n"
+      "sequence ReturnSequence \\(retention P7D, 2 types\\)"
+      "assumed registered: order-id \\(valid/subtypes_across_sequences.yaml:8:29\\)\nassumed registered: validation-kind"
+      "valid/two_sequences.yaml: valid, 2 sequences\n"
+      "2\\. OrderShipped: after OrderCreated; context id json:/order/id"
+      "assumed registered: only-sequenced \\(valid/two_sequences.yaml:7:24\\)")
+
+# Every problem of every file on stderr, exit 1.
+run(1 ARGS valid/topics_and_clusters.yaml several_problems.yaml invalid/never_released.yaml
+  OUT "^valid/topics_and_clusters.yaml: valid"
+  ERR "several_problems.yaml:3:22: sequence 'S': malformed retention period '1 day'"
+      "several_problems.yaml:6:29: unknown context id extractor 'nope'"
+      "several_problems.yaml:7:9: sequence 'S': type 'B': predecessor 'Z' is not declared"
+      "several_problems.yaml:9:9: sequence 'S': type 'B': unknown key 'toppic' \\(did you mean 'topic'\\?"
+      "several_problems.yaml:11:9: sequence 'S': type 'A': declared twice"
+      "invalid/never_released.yaml:7:9: sequence 'S': types 'B', 'C' can never be released: cycle B -> C -> B"
+      "6 problems found\n$")
+run(1 ARGS invalid/not_utf8.yaml ERR "invalid/not_utf8.yaml:2:12: the file is not valid UTF-8")
+
+# JSON summary.
+run(0 ARGS --json valid/or_with_harmless_cycle.yaml
+  OUT "^\\{\"files\": .\\{\"file\": \"valid/or_with_harmless_cycle.yaml\", \"valid\": true, \"errors\": .., "
+      "\"sequences\": .\\{\"name\": \"S\", \"retention\": \"90s\", \"retention_seconds\": 90, \"release_order\": .\\{\"type\": \"Start\""
+      "\\{\"type\": \"X\", \"subtype\": \"\", \"qualified_type\": \"X\", \"release\": \"any_of\\(after Start, after Y\\)\", "
+      "\"context_id_extractor\": \"key\", \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
+      "\"assumed\": ..\\}.\\}\n$")
+run(1 ARGS --json --assume-registered invalid/empty_node.yaml
+  OUT "\"valid\": false, \"errors\": .\"invalid/empty_node.yaml:9:27: sequence 'S': type 'B': empty release condition node"
+  ERR "invalid/empty_node.yaml:9:27:")
+
+# Usage errors and unreadable files: exit 2.
+run(2 ERR "seqinbox validate: no FILE given")
+run(2 ARGS --bogus valid/two_sequences.yaml ERR "unknown option '--bogus'")
+run(2 ARGS valid/two_sequences.yaml does-not-exist.yaml ERR "cannot read does-not-exist.yaml")
+run(2 ARGS invalid ERR "cannot read invalid")
+run(0 ARGS --help OUT "usage: seqinbox validate .--assume-registered. .--json. FILE")
+message(STATUS "seqinbox validate: exit codes and output as expected")

@@ -1,0 +1,157 @@
+// One valid declaration file per feature, loaded and checked field by field.
+#define BOOST_TEST_MODULE yaml_load
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+
+#include "fixture.hpp"
+#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/error.hpp"
+
+using namespace yaml_test;
+using namespace std::chrono_literals;
+using seqinbox::condition;
+using seqinbox::envelope;
+
+namespace {
+
+seqinbox::declarations<message> load(const std::string& name) {
+    return seqinbox::yaml::load_file(valid_file(name), app_registry());
+}
+
+std::string render(const condition& c) { return seqinbox::detail::describe(c); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(subtypes_across_sequences) {
+    const auto d = load("subtypes_across_sequences");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 2u);
+    const auto& orders = d.sequences[0];
+    BOOST_TEST(orders.name == "OrderSequence");
+    BOOST_TEST(orders.retention.count() == std::chrono::seconds(24h).count());
+    BOOST_TEST_REQUIRE(orders.messages.size() == 2u);
+    BOOST_TEST(orders.messages[0].type == "OrderCreated");
+    BOOST_TEST(orders.messages[0].subtype == "");
+    BOOST_TEST(orders.messages[0].release.is_always());
+    BOOST_TEST(orders.messages[0].context_id("42", envelope{}).value() == "order-42");
+    BOOST_TEST(orders.messages[1].qualified_type() == "OrderValidated.STOCK_AVAILABLE");
+    BOOST_TEST(render(orders.messages[1].release) == "after OrderCreated");
+    const auto& returns = d.sequences[1];
+    BOOST_TEST(returns.name == "ReturnSequence");
+    BOOST_TEST(returns.retention.count() == std::chrono::seconds(24h * 7).count());
+    BOOST_TEST(returns.messages[1].qualified_type() == "OrderValidated.STOCK_MISSING");
+    envelope keyed;
+    keyed.key = "r-7";
+    BOOST_TEST(returns.messages[0].context_id("", keyed).value() == "r-7");  // built-in `key`
+    BOOST_TEST_REQUIRE(d.resolvers.size() == 1u);
+    const auto& resolver = d.resolvers.at("OrderValidated");
+    BOOST_TEST(resolver.resolve("STOCK_MISSING now", envelope{}) == "STOCK_MISSING");
+    BOOST_TEST((resolver.subtypes == std::vector<std::string>{"STOCK_AVAILABLE", "STOCK_MISSING"}));
+}
+
+BOOST_AUTO_TEST_CASE(two_sequences_with_filter_and_builtins) {
+    const auto d = load("two_sequences");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 2u);
+    const auto& orders = d.sequences[0];
+    BOOST_TEST(orders.retention.count() == 30 * 60);
+    BOOST_TEST(orders.messages[0].filter("skip me", envelope{}) == false);
+    BOOST_TEST(orders.messages[0].filter("keep me", envelope{}) == true);
+    BOOST_TEST(!orders.messages[1].filter);  // no messageFilter: everything is sequenced
+    envelope json;
+    json.value = R"({"order": {"id": "o-9", "lines": [1, 2]}})";
+    BOOST_TEST(orders.messages[1].context_id("", json).value() == "o-9");
+    json.value = R"({"order": {}})";
+    BOOST_TEST(!orders.messages[1].context_id("", json).has_value());
+    const auto& invoices = d.sequences[1];
+    BOOST_TEST(invoices.name == "InvoiceSequence");
+    BOOST_TEST(invoices.retention.count() == 5400);
+    BOOST_TEST(invoices.messages[0].context_id("", with_header("invoice-id", "inv-1")).value() == "inv-1");
+    BOOST_TEST(!invoices.messages[0].context_id("", with_header("other", "x")).has_value());
+    BOOST_TEST(render(invoices.messages[1].release) == "after InvoiceIssued");
+    BOOST_TEST(d.resolvers.empty());
+}
+
+BOOST_AUTO_TEST_CASE(complex_nested_conditions) {
+    const auto d = load("nested_conditions");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 1u);
+    const auto& m = d.sequences[0].messages;
+    BOOST_TEST_REQUIRE(m.size() == 4u);
+    BOOST_TEST(d.sequences[0].retention.count() == 7 * 24 * 3600);
+    BOOST_TEST(render(m[3].release) == "all_of(after A, any_of(after B, all_of(after C, any_of(after A, after B))))");
+    const auto processed = [](std::vector<std::string> done) {
+        return [done](const std::string& t) { return std::ranges::find(done, t) != done.end(); };
+    };
+    BOOST_TEST(!m[3].release.satisfied(processed({"A"})));
+    BOOST_TEST(m[3].release.satisfied(processed({"A", "B"})));
+    BOOST_TEST(m[3].release.satisfied(processed({"A", "C"})));  // A, then C with (A or B)
+    BOOST_TEST(!m[3].release.satisfied(processed({"B", "C"})));
+}
+
+BOOST_AUTO_TEST_CASE(or_alternatives_with_a_harmless_cycle) {
+    const auto d = load("or_with_harmless_cycle");
+    const auto& m = d.sequences[0].messages;
+    BOOST_TEST_REQUIRE(m.size() == 3u);
+    BOOST_TEST(d.sequences[0].retention.count() == 90);
+    BOOST_TEST(render(m[1].release) == "any_of(after Start, after Y)");
+    BOOST_TEST(render(m[2].release) == "after X");
+    BOOST_TEST(seqinbox::find_problems(d).empty());
+}
+
+BOOST_AUTO_TEST_CASE(topics_and_clusters) {
+    const auto d = load("topics_and_clusters");
+    const auto& m = d.sequences[0].messages;
+    BOOST_TEST_REQUIRE(m.size() == 3u);
+    BOOST_TEST(m[0].topic == "orders");
+    BOOST_TEST(m[0].cluster == "main");
+    for (std::size_t i : {1u, 2u}) {
+        BOOST_TEST(m[i].topic == "payments");
+        BOOST_TEST(m[i].cluster == "finance");
+    }
+    BOOST_TEST(m[1].qualified_type() == "Payment.CARD");
+    BOOST_TEST(m[2].qualified_type() == "Payment.INVOICE");
+    // A built-in resolver returns the header, and can return exactly the declared subtypes.
+    const auto& resolver = d.resolvers.at("Payment");
+    BOOST_TEST(resolver.resolve("", with_header("payment-kind", "CARD")) == "CARD");
+    BOOST_TEST(resolver.resolve("", envelope{}) == "");  // missing header: no declared subtype
+    BOOST_TEST((resolver.subtypes == std::vector<std::string>{"CARD", "INVOICE"}));
+}
+
+BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {
+    try {
+        seqinbox::yaml::load_string("sequences: 3\n", "inline.yaml", app_registry());
+        BOOST_FAIL("no error");
+    } catch (const seqinbox::error& e) {
+        BOOST_CHECK(e.category() == seqinbox::error_category::configuration);
+        BOOST_TEST_REQUIRE(e.details().size() == 1u);
+        BOOST_TEST(e.details()[0] == "inline.yaml:1:12: 'sequences' must be a list, not a scalar");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(assumed_names_are_listed_and_throw_when_called) {
+    const auto r = seqinbox::yaml::bind_names(seqinbox::yaml::parse_file(invalid_file("unknown_extractor")),
+                                        seqinbox::yaml::registry<message>{}, {.assume_registered = true});
+    BOOST_TEST(r.problems.empty());
+    BOOST_TEST_REQUIRE(r.assumed.size() == 1u);
+    BOOST_TEST(r.assumed[0].name == "customer-id");
+    BOOST_TEST(r.assumed[0].where.line == 6u);
+    BOOST_TEST(r.assumed[0].where.column == 29u);
+    BOOST_CHECK_THROW(r.decls.sequences[0].messages[0].context_id("", envelope{}), seqinbox::error);
+}
+
+BOOST_AUTO_TEST_CASE(registry_rejects_reserved_duplicate_and_empty_names) {
+    seqinbox::yaml::registry<message> r;
+    const auto id = [](const message& m, const envelope&) -> std::optional<std::string> { return m; };
+    BOOST_CHECK_THROW(r.add_extractor("key", id), seqinbox::error);
+    BOOST_CHECK_THROW(r.add_extractor("json:/a", id), seqinbox::error);
+    BOOST_CHECK_THROW(r.add_extractor("", id), seqinbox::error);
+    BOOST_CHECK_THROW(r.add_extractor("empty", {}), seqinbox::error);
+    r.add_extractor("id", id);
+    BOOST_CHECK_THROW(r.add_extractor("id", id), seqinbox::error);
+    BOOST_TEST(r.extractor("id") != nullptr);
+    BOOST_TEST(r.extractor("other") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_file_throws) {
+    BOOST_CHECK_THROW(seqinbox::yaml::parse_file(files_dir / "does-not-exist.yaml"), seqinbox::error);
+    BOOST_CHECK_THROW(seqinbox::yaml::load_file(files_dir / "does-not-exist.yaml", app_registry()), seqinbox::error);
+}
