@@ -107,3 +107,10 @@ BOOST_AUTO_TEST_CASE(scalar_document) {
 BOOST_AUTO_TEST_CASE(tab_indentation) {
     expect_one_problem("sequences:\n\t- name: S\n", "2:2: YAML syntax error: illegal block entry");
 }
+
+BOOST_AUTO_TEST_CASE(stray_comma_after_the_first_document) {
+    // Found by the fuzz target: yaml-cpp's LoadAll loops forever on these.
+    expect_one_problem(",a", "more than one YAML document");
+    expect_one_problem("\"a\",", "more than one YAML document");
+    expect_one_problem(std::string(",\0\0\0\0\0\0\0# nothing", 17), "more than one YAML document");
+}

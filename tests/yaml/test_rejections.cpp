@@ -70,7 +70,7 @@ const std::vector<rejection> rejections{
     {"condition_not_a_map", {"9:27: sequence 'S': type 'B': a release condition node must be a map, not a list"}},
     {"no_sequences", {"1:1: no 'sequences' list at the top level"}},
     {"empty_sequences", {"1:1: 'sequences' is empty"}},
-    {"two_documents", {"8:1: the file holds 2 YAML documents"}},
+    {"two_documents", {"1:1: the file holds more than one YAML document"}},
     {"syntax_error", {"4:1: YAML syntax error: end of sequence flow not found"}},
     {"empty", {"1:1: the file declares nothing"}},
     {"only_comments", {"1:1: the file declares nothing"}},

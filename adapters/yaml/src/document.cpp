@@ -20,6 +20,8 @@
 #include <vector>
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include "seqinbox/error.hpp"
@@ -339,6 +341,31 @@ std::optional<std::size_t> too_deep(std::string_view text) {
     return std::nullopt;
 }
 
+/// Ignores every parse event: used only to count documents.
+class no_events : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+/// 0, 1 or 2 (two or more). Not YAML::LoadAll: yaml-cpp 0.7 never consumes a stray ',' after
+/// the first document and LoadAll then yields empty documents forever (found by fuzzing).
+int count_documents(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    no_events events;
+    int documents = 0;
+    while (documents < 2 && parser.HandleNextDocument(events)) ++documents;
+    return documents;
+}
+
 document oversized(std::string file, std::size_t size) {
     document doc;
     doc.file = std::move(file);
@@ -362,11 +389,15 @@ document parse_string(std::string_view text, std::string file) {
         doc.problems.push_back({position(text, *deep), "nesting is deeper than " + std::to_string(max_depth) + " levels"});
         return doc;
     }
-    std::vector<YAML::Node> roots;
+    YAML::Node root;
     try {
-        std::string copy(text);  // yaml-cpp reads from a stream
-        std::istringstream in(copy);
-        roots = YAML::LoadAll(in);
+        const std::string copy(text);  // yaml-cpp reads from a stream
+        if (auto documents = count_documents(copy); documents > 1) {
+            doc.problems.push_back({{1, 1}, "the file holds more than one YAML document (or text after the first, "
+                                            "e.g. a stray ','); put all declarations in one"});
+            return doc;
+        }
+        root = YAML::Load(copy);
     } catch (const YAML::DeepRecursion& e) {
         doc.problems.push_back({{static_cast<std::size_t>(e.mark.line) + 1, static_cast<std::size_t>(e.mark.column) + 1},
                                 "nesting is too deep for the YAML parser (" + std::to_string(e.depth()) + " levels)"});
@@ -376,13 +407,8 @@ document parse_string(std::string_view text, std::string file) {
                                 "YAML syntax error: " + e.msg});
         return doc;
     }
-    if (roots.size() > 1) {
-        doc.problems.push_back({mark_of(roots[1]), "the file holds " + std::to_string(roots.size()) +
-                                                       " YAML documents; put all declarations in one"});
-        return doc;
-    }
     try {
-        parser(doc).root(roots.empty() ? YAML::Node() : roots.front());
+        parser(doc).root(root);
     } catch (const too_large&) {
         doc.problems.push_back({{1, 1}, "the declarations are too large (more than " + std::to_string(max_nodes) +
                                             " maps, aliases counted)"});

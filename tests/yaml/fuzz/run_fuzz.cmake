@@ -1,7 +1,15 @@
-# cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<dir> -DCLANGXX=<clang++> -DSECONDS=<n> [-DYAML_CPP_DIR= -DRANGE_V3_DIR=] -P run_fuzz.cmake
-# Builds the libFuzzer target with clang, then fuzzes the loader for SECONDS seconds starting
-# from the files of tests/yaml (seeds, never modified). Any finding fails the test.
+# cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<dir> -DCLANGXX=<clang++> [-DSECONDS=<n>] [-DYAML_CPP_DIR= -DRANGE_V3_DIR=] -P run_fuzz.cmake
+# Builds the libFuzzer target with clang, then fuzzes the loader for SECONDS seconds (default:
+# 60 when CI=true, else 10) starting from the files of tests/yaml (seeds, never modified).
+# Any finding fails the test.
 cmake_minimum_required(VERSION 3.25)
+if(NOT SECONDS)
+  if("$ENV{CI}" STREQUAL "true")
+    set(SECONDS 60)
+  else()
+    set(SECONDS 10)
+  endif()
+endif()
 set(build "${WORK_DIR}/build")
 execute_process(COMMAND "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/yaml/fuzz/project" -B "${build}"
     -DCMAKE_CXX_COMPILER=${CLANGXX} -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQINBOX_SOURCE_DIR=${SOURCE_DIR}
