@@ -1,4 +1,4 @@
-# cmake -DSEQINBOX=<program> -DFILES=<tests/yaml/files> -DWORK_DIR=<dir> -P cli_validate.cmake
+# cmake -DSEQINBOX=<program> -DFILES=<tests/yaml/files> -DWORK_DIR=<dir> -DREADME=<adapters/yaml/README.md> -P cli_validate.cmake
 # `seqinbox validate`: exit codes, stdout and stderr for valid, invalid and unreadable files.
 cmake_minimum_required(VERSION 3.25)
 
@@ -86,4 +86,10 @@ run(2 ARGS --bogus valid/two_sequences.yaml ERR "unknown option '--bogus'")
 run(2 ARGS valid/two_sequences.yaml does-not-exist.yaml ERR "cannot read does-not-exist.yaml")
 run(2 ARGS invalid ERR "cannot read invalid")
 run(0 ARGS --help OUT "usage: seqinbox validate .--assume-registered. .--json. FILE")
+# The example of adapters/yaml/README.md stays valid.
+file(READ "${README}" readme)
+string(REGEX MATCH "```yaml\n([^`]*)```" _ "${readme}")
+file(WRITE "${WORK_DIR}/readme_example.yaml" "${CMAKE_MATCH_1}")
+run(0 ARGS --assume-registered "${WORK_DIR}/readme_example.yaml" OUT "3\\. OrderShipped: all_of")
+
 message(STATUS "seqinbox validate: exit codes and output as expected")
