@@ -21,6 +21,7 @@ set(SEQINBOX_INSTALL_SCHEMADIR "${CMAKE_INSTALL_DATADIR}/seqinbox/schema"
 set(_seqinbox_package_of_range-v3::range-v3 "range-v3 CONFIG")
 set(_seqinbox_package_of_Threads::Threads "Threads")
 set(_seqinbox_package_of_yaml-cpp "yaml-cpp CONFIG")  # Debian's yaml-cpp 0.7 names its target yaml-cpp
+set(_seqinbox_package_of_SOCI::soci_postgresql "SOCI")  # cmake/FindSOCI.cmake; links SOCI::soci_core
 
 # seqinbox components (out_components) and find_dependency() argument strings (out_packages)
 # the installed target of component `name` needs. Private dependencies of static libraries

@@ -14,6 +14,9 @@
 #ifdef SEQINBOX_CLI_HAS_YAML
 #include "validate.hpp"
 #endif
+#ifdef SEQINBOX_CLI_HAS_POSTGRESQL
+#include "migrate.hpp"
+#endif
 
 namespace {
 
@@ -32,6 +35,10 @@ constexpr std::array subcommands{
 #ifdef SEQINBOX_CLI_HAS_YAML
     subcommand{"validate", "check sequence declaration files (YAML) and summarise them", validate_command,
                "seqinbox validate --help"},
+#endif
+#ifdef SEQINBOX_CLI_HAS_POSTGRESQL
+    subcommand{"migrate", "bring a PostgreSQL database to this build's schema version", migrate_command,
+               "seqinbox migrate --help"},
 #endif
 };
 

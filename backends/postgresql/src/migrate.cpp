@@ -1,0 +1,129 @@
+// seqinbox::postgresql::migrate: see migrate.hpp.
+#include "seqinbox/postgresql/migrate.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include <soci/soci.h>
+
+#include "connection.hpp"
+#include "seqinbox/error.hpp"
+
+namespace seqinbox::postgresql {
+
+namespace {
+
+// Advisory lock key shared by every seqinbox migrator: the bytes of "seqinbox".
+constexpr std::int64_t migration_lock_key = 0x736571696e626f78;
+
+constexpr std::string_view create_history =
+    "CREATE TABLE IF NOT EXISTS seqinbox_schema_history ("
+    " version integer NOT NULL PRIMARY KEY,"
+    " name text NOT NULL,"
+    " checksum text NOT NULL,"  // lowercase hex SHA-256 of the script
+    " applied_at timestamp with time zone NOT NULL DEFAULT now())";
+
+struct applied_script {
+    std::string name;
+    std::string checksum;
+};
+
+/// Holds the migration advisory lock for the session's lifetime (or until released).
+class advisory_lock {
+public:
+    advisory_lock(soci::session& session, std::chrono::milliseconds wait) : session_(session) {
+        // lock_timeout also bounds advisory lock waits; a session-level lock survives the
+        // per-script transactions, and a dropped connection releases it.
+        session_ << "SET lock_timeout = " + std::to_string(std::max<std::int64_t>(wait.count(), 1));
+        session_ << "SELECT pg_advisory_lock(:key)", soci::use(migration_lock_key);
+        session_ << "SET lock_timeout = 0";
+    }
+    advisory_lock(const advisory_lock&) = delete;
+    advisory_lock& operator=(const advisory_lock&) = delete;
+    ~advisory_lock() {
+        try {
+            session_ << "SELECT pg_advisory_unlock(:key)", soci::use(migration_lock_key);
+        } catch (const soci::soci_error&) {
+            // the connection is gone, and the lock with it
+        }
+    }
+
+private:
+    soci::session& session_;
+};
+
+std::map<int, applied_script> read_history(soci::session& session) {
+    std::map<int, applied_script> history;
+    soci::rowset<soci::row> rows = (session.prepare << "SELECT version, name, checksum FROM seqinbox_schema_history");
+    for (const auto& row : rows)
+        history.emplace(row.get<int>(0), applied_script{row.get<std::string>(1), row.get<std::string>(2)});
+    return history;
+}
+
+/// Refuses a database this library must not touch: newer than the library, or with an applied
+/// script that differs from the embedded one.
+void check_history(const std::map<int, applied_script>& history, const std::string& conninfo) {
+    const auto where = " (database '" + redact_conninfo(conninfo) + "')";
+    if (!history.empty() && history.rbegin()->first > latest_schema_version())
+        throw error(error_category::schema_mismatch,
+                    "the database schema is at version " + std::to_string(history.rbegin()->first) +
+                        ", newer than this seqinbox library (schema version " +
+                        std::to_string(latest_schema_version()) + ")" + where +
+                        "; upgrade seqinbox to the version that migrated this database, or use another database");
+    for (const auto& script : schema_scripts()) {
+        auto it = history.find(script.version);
+        if (it == history.end() || it->second.checksum == script.sha256) continue;
+        throw error(error_category::schema_mismatch,
+                    "schema script V" + std::to_string(script.version) + "__" + std::string(script.name) +
+                        ".sql applied to the database differs from the one in this library (recorded SHA-256 " +
+                        it->second.checksum + ", library " + std::string(script.sha256) + ")" + where +
+                        "; released schema scripts must never change: restore the original script and add a new "
+                        "version for the change");
+    }
+}
+
+}  // namespace
+
+migrate_report migrate(const std::string& conninfo, const migrate_options& options) {
+    const int target = options.target_version.value_or(latest_schema_version());
+    if (target < 0 || target > latest_schema_version())
+        throw error(error_category::misuse, "migrate: target version " + std::to_string(target) +
+                                                " is outside 0.." + std::to_string(latest_schema_version()) +
+                                                ", the schema versions this library knows");
+    std::unique_ptr<soci::session> session = detail::connect(conninfo);
+    std::string_view doing = "taking the schema migration lock";
+    try {
+        const advisory_lock lock(*session, options.lock_wait);
+        doing = "reading seqinbox_schema_history";
+        *session << create_history;
+        const auto history = read_history(*session);
+        check_history(history, conninfo);
+
+        migrate_report report;
+        for (const auto& [version, script] : history) report.already_applied.push_back(version);
+        report.schema_version = history.empty() ? 0 : history.rbegin()->first;
+        for (const auto& script : schema_scripts()) {
+            if (script.version > target || history.contains(script.version)) continue;
+            const std::string what = "applying schema script V" + std::to_string(script.version) + "__" +
+                                     std::string(script.name) + ".sql";
+            doing = what;
+            soci::transaction transaction(*session);  // rolls back when the script fails
+            // a statement without bound values runs as a simple query, so a script may hold many
+            *session << std::string(script.sql);
+            const std::string name(script.name);
+            const std::string checksum(script.sha256);
+            *session << "INSERT INTO seqinbox_schema_history (version, name, checksum) VALUES (:v, :n, :c)",
+                soci::use(script.version), soci::use(name), soci::use(checksum);
+            transaction.commit();
+            report.applied.push_back(script.version);
+            report.schema_version = std::max(report.schema_version, script.version);
+        }
+        return report;
+    } catch (const soci::soci_error& e) {
+        detail::rethrow(e, doing, conninfo);
+    }
+}
+
+}  // namespace seqinbox::postgresql

@@ -1,0 +1,90 @@
+// `seqinbox migrate`: exit 0 with what was applied, 1 when refused or unreachable, 2 on usage.
+#define BOOST_TEST_MODULE seqinbox postgresql cli migrate
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "pg_test_support.hpp"
+
+using seqinbox::test::pg_server;
+
+namespace {
+
+struct outcome {
+    int exit_code;
+    std::string output;  // stdout and stderr
+};
+
+std::string quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+outcome run(const std::string& arguments) {
+    const std::string command = quote(SEQINBOX_CLI) + " migrate " + arguments + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    BOOST_REQUIRE(pipe != nullptr);
+    std::string output;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    BOOST_REQUIRE(WIFEXITED(status));
+    return {WEXITSTATUS(status), output};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(migrates_then_finds_nothing_to_do) {
+    const auto conninfo = pg_server::shared().create_database();
+    const auto latest = std::to_string(seqinbox::postgresql::latest_schema_version());
+    const auto before = std::to_string(seqinbox::test::claim_table_version() - 1);
+
+    auto first = run("--postgres " + quote(conninfo) + " --target " + before);
+    BOOST_TEST(first.exit_code == 0, first.output);
+    BOOST_TEST(contains(first.output, "applied: V1"), first.output);
+    BOOST_TEST(contains(first.output, "schema version: " + before), first.output);
+
+    auto second = run("--postgres=" + quote(conninfo));
+    BOOST_TEST(second.exit_code == 0, second.output);
+    BOOST_TEST(contains(second.output, "applied: V" + latest), second.output);
+    BOOST_TEST(contains(second.output, "schema version: " + latest), second.output);
+
+    auto third = run("--postgres " + quote(conninfo));
+    BOOST_TEST(third.exit_code == 0, third.output);
+    BOOST_TEST(contains(third.output, "applied: none"), third.output);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_exit_1) {
+    const auto conninfo = pg_server::shared().create_database();
+    BOOST_TEST(run("--postgres " + quote(conninfo)).exit_code == 0);
+    {
+        soci::session s(soci::postgresql, conninfo);
+        s << "UPDATE seqinbox_schema_history SET checksum = 'changed' WHERE version = 1";
+    }
+    auto changed = run("--postgres " + quote(conninfo));
+    BOOST_TEST(changed.exit_code == 1, changed.output);
+    BOOST_TEST(contains(changed.output, "schema_mismatch"), changed.output);
+
+    auto unreachable = run("--postgres 'host=127.0.0.1 port=1 dbname=x user=postgres connect_timeout=5'");
+    BOOST_TEST(unreachable.exit_code == 1, unreachable.output);
+    BOOST_TEST(contains(unreachable.output, "connection"), unreachable.output);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
+    auto missing = run("");
+    BOOST_TEST(missing.exit_code == 2, missing.output);
+    BOOST_TEST(contains(missing.output, "'--postgres' is required"), missing.output);
+    BOOST_TEST(run("--postgres").exit_code == 2);
+    BOOST_TEST(run("--postgres x --target two").exit_code == 2);
+    BOOST_TEST(run("--postgres x --target 999").exit_code == 2);
+    BOOST_TEST(run("--postgres x --bogus").exit_code == 2);
+    auto help = run("--help");
+    BOOST_TEST(help.exit_code == 0);
+    BOOST_TEST(contains(help.output, "usage: seqinbox migrate"), help.output);
+}

@@ -1,0 +1,235 @@
+// The migration runner: empty to latest, idempotence, concurrent runners, refusals, the upgrade
+// path across the claim table with historical duplicates, connection errors.
+#define BOOST_TEST_MODULE seqinbox postgresql migrate
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "pg_test_support.hpp"
+#include "seqinbox/error.hpp"
+
+namespace pg = seqinbox::postgresql;
+using seqinbox::error;
+using seqinbox::error_category;
+using seqinbox::test::pg_server;
+
+namespace {
+
+std::vector<int> versions(int from, int to) {
+    std::vector<int> v(static_cast<std::size_t>(std::max(0, to - from + 1)));
+    std::iota(v.begin(), v.end(), from);
+    return v;
+}
+
+bool is_category(const error& e, error_category c) { return e.category() == c; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(embedded_scripts_are_numbered_and_checksummed) {
+    const auto scripts = pg::schema_scripts();
+    BOOST_REQUIRE(!scripts.empty());
+    for (std::size_t i = 0; i < scripts.size(); ++i) {
+        BOOST_TEST(scripts[i].version == static_cast<int>(i + 1));
+        BOOST_TEST(scripts[i].sha256.size() == 64u);
+        BOOST_TEST(!scripts[i].sql.empty());
+    }
+    BOOST_TEST(pg::latest_schema_version() == static_cast<int>(scripts.size()));
+    // the claim table comes in its own, later script, so upgrading is a real path
+    BOOST_TEST(seqinbox::test::claim_table_version() > 1);
+}
+
+BOOST_AUTO_TEST_CASE(redacts_passwords) {
+    BOOST_TEST(pg::redact_conninfo("host=h password=secret user=u") == "host=h password=*** user=u");
+    BOOST_TEST(pg::redact_conninfo("host=h password = 'se cr\\'et' user=u") == "host=h password = *** user=u");
+    BOOST_TEST(pg::redact_conninfo("postgresql://u:secret@h:5432/db") == "postgresql://u:***@h:5432/db");
+    BOOST_TEST(pg::redact_conninfo("postgres://h/db?user=u&password=secret&sslmode=off") ==
+               "postgres://h/db?user=u&password=***&sslmode=off");
+    BOOST_TEST(pg::redact_conninfo("host=h user=u") == "host=h user=u");
+}
+
+BOOST_AUTO_TEST_CASE(empty_database_to_latest) {
+    const auto conninfo = pg_server::shared().create_database();
+    const auto report = pg::migrate(conninfo);
+    BOOST_TEST(report.applied == versions(1, pg::latest_schema_version()), boost::test_tools::per_element());
+    BOOST_TEST(report.already_applied.empty());
+    BOOST_TEST(report.schema_version == pg::latest_schema_version());
+
+    soci::session s(soci::postgresql, conninfo);
+    for (const char* table : {"sequence_instance", "sequenced_message", "sequenced_message_header",
+                              "sequential_inbox_idempotence", "seqinbox_schema_history"})
+        BOOST_TEST(seqinbox::test::table_exists(s, table), table);
+    // the history records every script with the embedded checksum
+    for (const auto& script : pg::schema_scripts()) {
+        std::string checksum;
+        s << "SELECT checksum FROM seqinbox_schema_history WHERE version = :v", soci::use(script.version),
+            soci::into(checksum);
+        BOOST_TEST(checksum == std::string(script.sha256));
+    }
+    // the idempotence index of sequenced_message stays non-unique (historical duplicates)
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_index WHERE indrelid = 'sequenced_message'::regclass"
+                                        " AND indisunique AND NOT indisprimary") == 0);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = "
+                                        "'sequenced_message_idempotence_id'") == 1);
+    // the claim table exactly as in the design note
+    BOOST_TEST(seqinbox::test::count(
+                   s, "SELECT count(*) FROM pg_constraint WHERE conname = 'sequential_inbox_idempotence_pkey'"
+                      " AND contype = 'p' AND pg_get_constraintdef(oid) = 'PRIMARY KEY (message_type, idempotence_id)'") == 1);
+    BOOST_TEST(seqinbox::test::count(
+                   s, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sequential_inbox_idempotence'::regclass"
+                      " AND contype = 'f' AND confdeltype = 'c'") == 1);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = "
+                                        "'sequential_inbox_idempotence_sequence_instance_id'") == 1);
+    // one instance per (name, context id)
+    seqinbox::test::create_instance(s, "orders", "o-1");
+    BOOST_CHECK_THROW(seqinbox::test::create_instance(s, "orders", "o-1"), soci::soci_error);
+}
+
+BOOST_AUTO_TEST_CASE(second_run_applies_nothing) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo);
+    const auto report = pg::migrate(conninfo);
+    BOOST_TEST(report.applied.empty());
+    BOOST_TEST(report.already_applied == versions(1, pg::latest_schema_version()), boost::test_tools::per_element());
+    BOOST_TEST(report.schema_version == pg::latest_schema_version());
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_runners_apply_each_script_once) {
+    const auto conninfo = pg_server::shared().create_database();
+    std::vector<std::future<pg::migrate_report>> runners;
+    for (int i = 0; i < 4; ++i) runners.push_back(std::async(std::launch::async, [&] { return pg::migrate(conninfo); }));
+    std::map<int, int> applied;  // version -> how many runners applied it
+    for (auto& runner : runners) {
+        const auto report = runner.get();  // rethrows a runner's error
+        BOOST_TEST(report.schema_version == pg::latest_schema_version());
+        for (int v : report.applied) ++applied[v];
+    }
+    for (int v : versions(1, pg::latest_schema_version())) BOOST_TEST(applied[v] == 1, "V" << v);
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM seqinbox_schema_history") == pg::latest_schema_version());
+}
+
+BOOST_AUTO_TEST_CASE(waits_for_another_migrator_then_gives_up_retryably) {
+    const auto conninfo = pg_server::shared().create_database();
+    soci::session other(soci::postgresql, conninfo);
+    other << "SELECT pg_advisory_lock(x'736571696e626f78'::bigint)";  // the migrators' lock key
+    BOOST_CHECK_EXCEPTION(pg::migrate(conninfo, {.lock_wait = std::chrono::milliseconds(200)}), error,
+                          [](const error& e) { return is_category(e, error_category::retryable) && e.sqlstate() == "55P03"; });
+    other << "SELECT pg_advisory_unlock_all()";
+    BOOST_TEST(pg::migrate(conninfo).schema_version == pg::latest_schema_version());
+}
+
+BOOST_AUTO_TEST_CASE(changed_script_is_refused) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo, {.target_version = 1});
+    {
+        soci::session s(soci::postgresql, conninfo);
+        s << "UPDATE seqinbox_schema_history SET checksum = repeat('0', 64) WHERE version = 1";
+    }
+    try {
+        pg::migrate(conninfo);
+        BOOST_FAIL("a database with a changed script was migrated");
+    } catch (const error& e) {
+        BOOST_TEST(is_category(e, error_category::schema_mismatch));
+        const std::string text = e.what();
+        BOOST_TEST(text.find("V1__") != std::string::npos, text);
+        BOOST_TEST(text.find("must never change") != std::string::npos, text);
+    }
+    // refused before anything was applied
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(!seqinbox::test::table_exists(s, "sequential_inbox_idempotence"));
+}
+
+BOOST_AUTO_TEST_CASE(newer_database_is_refused) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo);
+    const int newer = pg::latest_schema_version() + 1;
+    {
+        soci::session s(soci::postgresql, conninfo);
+        s << "INSERT INTO seqinbox_schema_history (version, name, checksum) VALUES (:v, 'from_the_future', 'x')",
+            soci::use(newer);
+    }
+    try {
+        pg::migrate(conninfo);
+        BOOST_FAIL("a newer database was accepted");
+    } catch (const error& e) {
+        BOOST_TEST(is_category(e, error_category::schema_mismatch));
+        const std::string text = e.what();
+        BOOST_TEST(text.find("version " + std::to_string(newer)) != std::string::npos, text);
+        BOOST_TEST(text.find("upgrade seqinbox") != std::string::npos, text);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(target_version_outside_the_known_range_is_misuse) {
+    const auto conninfo = pg_server::shared().create_database();
+    BOOST_CHECK_EXCEPTION(pg::migrate(conninfo, {.target_version = pg::latest_schema_version() + 1}), error,
+                          [](const error& e) { return is_category(e, error_category::misuse); });
+    BOOST_CHECK_EXCEPTION(pg::migrate(conninfo, {.target_version = -1}), error,
+                          [](const error& e) { return is_category(e, error_category::misuse); });
+}
+
+BOOST_AUTO_TEST_CASE(upgrade_across_the_claim_table_keeps_historical_duplicates) {
+    const auto conninfo = pg_server::shared().create_database();
+    const int before = seqinbox::test::claim_table_version() - 1;
+    const auto first = pg::migrate(conninfo, {.target_version = before});
+    BOOST_TEST(first.applied == versions(1, before), boost::test_tools::per_element());
+    BOOST_TEST(first.schema_version == before);
+
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(!seqinbox::test::table_exists(s, "sequential_inbox_idempotence"));
+    // what the check-then-insert era could leave behind: the same logical message stored twice
+    const long long instance = seqinbox::test::create_instance(s, "orders", "o-42");
+    for (int i = 0; i < 2; ++i)
+        s << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
+             " state_changed_at) VALUES (:i, 'OrderCreated', 'dup-1', 'PROCESSED', now(), now())",
+            soci::use(instance);
+
+    const auto upgrade = pg::migrate(conninfo);
+    BOOST_TEST(upgrade.applied == versions(before + 1, pg::latest_schema_version()), boost::test_tools::per_element());
+    BOOST_TEST(upgrade.already_applied == versions(1, before), boost::test_tools::per_element());
+    BOOST_TEST(seqinbox::test::table_exists(s, "sequential_inbox_idempotence"));
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM sequenced_message WHERE message_type = 'OrderCreated'"
+                                        " AND idempotence_id = 'dup-1'") == 2);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_conninfo_is_a_clear_connection_error) {
+    // a port where nothing listens, with a password that must not be echoed
+    pg_server& server = pg_server::shared();
+    const std::string conninfo = "host=127.0.0.1 port=1 dbname=nowhere user=postgres password=hunter2 connect_timeout=5";
+    try {
+        pg::migrate(conninfo);
+        BOOST_FAIL("connected to nothing");
+    } catch (const error& e) {
+        BOOST_TEST(is_category(e, error_category::connection));
+        const std::string text = e.what();
+        BOOST_TEST(text.find("port=1 dbname=nowhere") != std::string::npos, text);
+        BOOST_TEST(text.find("password=***") != std::string::npos, text);
+        BOOST_TEST(text.find("hunter2") == std::string::npos, text);
+        BOOST_TEST(text.find("check the connection string") != std::string::npos, text);
+    }
+    // a database that does not exist on a running server
+    BOOST_CHECK_EXCEPTION(pg::migrate(server.conninfo("no_such_database")), error,
+                          [](const error& e) { return is_category(e, error_category::connection); });
+    // not a connection string at all
+    BOOST_CHECK_EXCEPTION(pg::migrate("this is not a conninfo"), error,
+                          [](const error& e) { return is_category(e, error_category::connection); });
+}
+
+BOOST_AUTO_TEST_CASE(server_down_is_a_clear_connection_error) {
+    pg_server server;  // its own server, stopped below
+    const auto conninfo = server.create_database();
+    server.stop();
+    try {
+        pg::migrate(conninfo);
+        BOOST_FAIL("migrated on a stopped server");
+    } catch (const error& e) {
+        BOOST_TEST(is_category(e, error_category::connection));
+        const std::string text = e.what();
+        BOOST_TEST(text.find("port=" + std::to_string(server.port())) != std::string::npos, text);
+        BOOST_TEST(text.find("server is running") != std::string::npos, text);
+    }
+}
