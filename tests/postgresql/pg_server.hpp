@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -73,6 +72,19 @@ public:
     }
 
     int port() const noexcept { return port_; }
+
+    /// The server's directory (data, logs, socket, owner.pid).
+    const std::filesystem::path& directory() const noexcept { return dir_; }
+
+    /// True while process `pid` exists and is not a zombie (a container's init may never reap
+    /// an orphaned postmaster).
+    static bool alive(pid_t pid) {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+        std::string line;
+        if (!std::getline(stat, line)) return ::kill(pid, 0) == 0;
+        const auto paren = line.rfind(')');
+        return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+    }
 
     /// Conninfo for database `name` (which need not exist).
     std::string conninfo(const std::string& name = "postgres") const {
@@ -167,8 +179,8 @@ private:
         pid_t pid = 0;
         if (pid_file >> pid && pid > 0) {
             ::kill(pid, SIGQUIT);  // immediate shutdown; its children follow
-            for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+            for (int i = 0; i < 100 && alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (alive(pid)) ::kill(pid, SIGKILL);
         }
         std::error_code ignored;
         std::filesystem::remove_all(dir, ignored);
@@ -182,7 +194,7 @@ private:
             std::ifstream owner_file(entry.path() / "owner.pid");
             pid_t owner = 0;
             if (!(owner_file >> owner) || owner <= 0) continue;  // being created right now
-            if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // owner alive
+            if (alive(owner)) continue;
             kill_and_remove(entry.path());
         }
     }
