@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -339,11 +341,15 @@ private:
     }
 
     void fetch_dependents(transaction& t1, instance_id instance, detail::release_plan& plan, const std::string& type) {
-        std::vector<std::string> wanted;
-        for (const auto& dependent : catalog_.find(type)->dependents)
-            if (plan.first_fetch(dependent)) wanted.push_back(dependent);
-        if (wanted.empty()) return;
-        for (auto& row : t1.waiting_messages(instance, wanted)) plan.add(std::move(row));
+        const auto& dependents = catalog_.find(type)->dependents;
+        auto is_new = [&](const std::string& t) { return !plan.fetched(t); };
+        const auto fresh = static_cast<std::size_t>(std::ranges::count_if(dependents, is_new));
+        if (fresh == 0) return;
+        std::vector<std::string> some;  // only when part of them was fetched before
+        if (fresh < dependents.size()) std::ranges::copy_if(dependents, std::back_inserter(some), is_new);
+        for (const auto& dependent : dependents) plan.mark_fetched(dependent);
+        for (auto& row : t1.waiting_messages(instance, fresh == dependents.size() ? std::span(dependents) : std::span(some)))
+            plan.add(std::move(row));
     }
 
     void close_if_open(transaction& t1, instance_id instance, const std::string& context_id) {

@@ -48,11 +48,13 @@ public:
     release_plan(std::function<const condition&(const std::string&)> condition_of, processed_set& processed)
         : condition_of_(std::move(condition_of)), processed_(&processed) {}
 
-    /// True the first time a type is asked for: its waiting messages have to be fetched.
-    bool first_fetch(const std::string& type) {
-        if (std::ranges::find(fetched_, type) != fetched_.end()) return false;
-        fetched_.push_back(type);
-        return true;
+    /// Whether the waiting messages of `type` were fetched into this plan already.
+    bool fetched(const std::string& type) const {
+        return std::ranges::any_of(fetched_, [&](const std::string* f) { return *f == type; });
+    }
+    /// `type` must outlive the plan (the engine passes names its catalog owns).
+    void mark_fetched(const std::string& type) {
+        if (!fetched(type)) fetched_.push_back(&type);
     }
 
     void add(message_record row) {
@@ -107,7 +109,7 @@ private:
     using ready_item = std::pair<message_id, std::size_t>;
     std::function<const condition&(const std::string&)> condition_of_;
     processed_set* processed_;
-    std::vector<std::string> fetched_;
+    std::vector<const std::string*> fetched_;
     std::vector<entry> entries_;
     std::priority_queue<ready_item, std::vector<ready_item>, std::greater<>> ready_;
     std::unordered_map<std::string, std::vector<std::size_t>> parked_;
