@@ -244,9 +244,8 @@ private:
             return skipped(d, result, "already handled");
         }
 
-        t1.lock_instance(instance.id);
-        detail::processed_set processed(t1.processed_types(instance.id));
-        if (!d.type->declaration->release.satisfied(processed.is_processed())) {
+        locked_instance locked = lock(t1, instance.id);
+        if (!d.type->declaration->release.satisfied(locked.processed.is_processed())) {
             buffer(t1, instance.id, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
@@ -269,7 +268,7 @@ private:
         });
         result.outcome = outcome::processed;
         log(log_level::info, [&] { return "processed " + describe(d); });
-        after_processed(t1, instance.id, d, processed, d.type->qualified, result);
+        after_processed(t1, instance.id, d, locked, d.type->qualified, result);
         t1.commit();
         return result;
     }
@@ -287,9 +286,19 @@ private:
     /// A duplicate of a PROCESSED message still runs a release pass: if the process died between
     /// storing PROCESSED and releasing its successors, the redelivery releases them.
     void heal(transaction& t1, instance_id instance, const delivery& d, delivery_result& result) {
-        t1.lock_instance(instance);
-        detail::processed_set processed(t1.processed_types(instance));
-        after_processed(t1, instance, d, processed, d.type->qualified, result);
+        locked_instance locked = lock(t1, instance);
+        after_processed(t1, instance, d, locked, d.type->qualified, result);
+    }
+
+    /// What the claim transaction knows once it holds the instance row lock.
+    struct locked_instance {
+        instance_state state;
+        detail::processed_set processed;
+    };
+
+    static locked_instance lock(transaction& t1, instance_id instance) {
+        const instance_state state = t1.lock_instance(instance).state;
+        return {state, detail::processed_set(t1.processed_types(instance))};
     }
 
     void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
@@ -316,11 +325,12 @@ private:
     }
 
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
-    void after_processed(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
+    void after_processed(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked,
                          const std::string& type, delivery_result& result) {
-        processed.insert(type);
-        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, processed, type, result);
-        if (processed.contains_all(*d.type->sequence_types)) close_if_open(t1, instance, d.context_id);
+        locked.processed.insert(type);
+        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked.processed, type, result);
+        if (locked.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
+            close(t1, instance, d.context_id);
     }
 
     void release(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
@@ -352,8 +362,7 @@ private:
             plan.add(std::move(row));
     }
 
-    void close_if_open(transaction& t1, instance_id instance, const std::string& context_id) {
-        if (t1.lock_instance(instance).state == instance_state::closed) return;
+    void close(transaction& t1, instance_id instance, const std::string& context_id) {
         t1.close_instance(instance, clock_.now());
         log(log_level::info, [&] { return "closed instance " + std::to_string(instance) + " context " + context_id; });
     }
