@@ -48,6 +48,7 @@
 #include "seqinbox/sink/concept.hpp"
 #include "seqinbox/source/concept.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/storable_text.hpp"
 
 namespace seqinbox {
 
@@ -179,7 +180,19 @@ private:
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
         if (!context_id || context_id->empty()) return handle_directly(d);
         d.context_id = std::move(*context_id);
+        if (auto problem = unstorable(d); !problem.empty()) return reject(record, problem, qualified, d.idempotence_id);
         return sequence(d);
+    }
+
+    /// Why the store could not keep this delivery's keys or buffered record, or "".
+    static std::string unstorable(const delivery& d) {
+        for (auto problem : {key_problem("message type", d.type->qualified), key_problem("idempotence id", d.idempotence_id),
+                             key_problem("context id", d.context_id), text_problem("topic", d.record.topic),
+                             text_problem("cluster", d.record.cluster)})
+            if (!problem.empty()) return problem;
+        for (const auto& h : d.record.headers)
+            if (auto problem = text_problem("header name", h.name); !problem.empty()) return problem;
+        return {};
     }
 
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified) {
@@ -290,15 +303,20 @@ private:
         after_processed(t1, instance, d, locked, d.type->qualified, result);
     }
 
-    /// What the claim transaction knows once it holds the instance row lock.
+    /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
+    /// complete while the lock is held, so the release pass skips types with nothing waiting.
     struct locked_instance {
         instance_state state;
         detail::processed_set processed;
+        std::vector<std::string> waiting;
+
+        bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
     };
 
     static locked_instance lock(transaction& t1, instance_id instance) {
         const instance_state state = t1.lock_instance(instance).state;
-        return {state, detail::processed_set(t1.processed_types(instance))};
+        types_by_state types = t1.message_types(instance);
+        return {state, detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
     }
 
     void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
@@ -328,17 +346,17 @@ private:
     void after_processed(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked,
                          const std::string& type, delivery_result& result) {
         locked.processed.insert(type);
-        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked.processed, type, result);
+        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked, type, result);
         if (locked.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
             close(t1, instance, d.context_id);
     }
 
-    void release(transaction& t1, instance_id instance, const delivery& d, detail::processed_set& processed,
-                 const std::string& type, delivery_result& result) {
+    void release(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,
+                 delivery_result& result) {
         detail::release_plan plan([this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; },
-                                  processed);
+                                  locked.processed);
         plan.mark_processed(type);
-        fetch_dependents(t1, instance, plan, type);
+        fetch_dependents(t1, instance, locked, plan, type);
         while (plan.has_ready()) {
             message_record row = plan.take_next();
             if (!replay(t1, row, d.context_id)) {
@@ -346,13 +364,14 @@ private:
                 continue;
             }
             ++result.released;
-            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, plan, row.type);
+            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, locked, plan, row.type);
         }
     }
 
-    void fetch_dependents(transaction& t1, instance_id instance, detail::release_plan& plan, const std::string& type) {
+    void fetch_dependents(transaction& t1, instance_id instance, const locked_instance& locked, detail::release_plan& plan,
+                          const std::string& type) {
         const auto& dependents = catalog_.find(type)->dependents;
-        auto is_new = [&](const std::string& t) { return !plan.fetched(t); };
+        auto is_new = [&](const std::string& t) { return !plan.fetched(t) && locked.may_wait(t); };
         const auto fresh = static_cast<std::size_t>(std::ranges::count_if(dependents, is_new));
         if (fresh == 0) return;
         std::vector<std::string> some;  // only when part of them was fetched before

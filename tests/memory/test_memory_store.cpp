@@ -56,9 +56,9 @@ BOOST_FIXTURE_TEST_CASE(uncommitted_rows_are_invisible_to_other_transactions, fi
     writer.insert_message(row(message_state::processed));
     auto reader = store.begin();
     BOOST_TEST(reader.find_messages(key).empty());
-    BOOST_TEST(reader.processed_types(instance.id).empty());
+    BOOST_TEST(reader.message_types(instance.id).processed.empty());
     BOOST_TEST(writer.find_messages(key).size() == 1u);  // a transaction sees its own writes
-    BOOST_TEST(writer.processed_types(instance.id) == std::vector<std::string>{"A"});
+    BOOST_TEST(writer.message_types(instance.id).processed == std::vector<std::string>{"A"});
     writer.commit();
     BOOST_TEST(reader.find_messages(key).size() == 1u);  // read committed
 }

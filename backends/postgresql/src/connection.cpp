@@ -82,8 +82,9 @@ std::unique_ptr<soci::session> connect(const std::string& conninfo) {
     }
     try {
         *session << "SET TIME ZONE 'UTC'";
+        *session << "SET client_min_messages = warning";  // libpq would print NOTICEs on stderr
     } catch (const soci::soci_error& e) {
-        rethrow(e, "setting the session time zone", conninfo);
+        rethrow(e, "configuring the session", conninfo);
     }
     return session;
 }

@@ -9,7 +9,8 @@
 
 namespace seqinbox::postgresql::detail {
 
-/// A session on `conninfo`, with the session time zone set to UTC (SOCI's std::tm has no offset).
+/// A session on `conninfo`, with the session time zone set to UTC (SOCI's std::tm has no offset)
+/// and notices silenced.
 /// Throws seqinbox::error(connection) naming the redacted conninfo and the fix.
 std::unique_ptr<soci::session> connect(const std::string& conninfo);
 

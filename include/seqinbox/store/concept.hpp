@@ -14,6 +14,7 @@
 //  - a lost connection rolls back the transaction and makes every later call on it throw
 //    seqinbox::error with category `connection`.
 // A transaction that is destroyed without commit() rolls back. commit() never hides a failure.
+// Writes whose result is not returned may be deferred to the transaction's next read or commit.
 #include <concepts>
 #include <optional>
 #include <span>
@@ -34,12 +35,14 @@ concept store_transaction =
         /// Every row with this key: more than one can exist in databases older than the claim.
         { tx.find_messages(key) } -> std::same_as<std::vector<message_record>>;
         { tx.lock_instance(instance) } -> std::same_as<sequence_instance>;
-        /// Distinct qualified types PROCESSED in the instance.
-        { tx.processed_types(instance) } -> std::same_as<std::vector<std::string>>;
+        /// Distinct qualified types PROCESSED and WAITING in the instance. Read under the instance
+        /// lock, `waiting` is complete: WAITING rows are only ever inserted under that lock.
+        { tx.message_types(instance) } -> std::same_as<types_by_state>;
         /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
         { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
-        /// Inserts `row` (its id is ignored) and returns the new id.
-        { tx.insert_message(row) } -> std::same_as<message_id>;
+        /// Inserts `row` (its id is ignored). The engine reads no result: a store may return the
+        /// new id, or defer the write to its next read or commit.
+        tx.insert_message(row);
         { tx.update_message_state(id, state, now) } -> std::same_as<void>;
         { tx.close_instance(instance, now) } -> std::same_as<void>;
         { tx.savepoint() };

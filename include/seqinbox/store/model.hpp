@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "seqinbox/envelope.hpp"
 
@@ -45,6 +46,12 @@ struct sequence_instance {
     timestamp created_at{};
     timestamp retain_until{};
     std::optional<timestamp> remove_after;
+};
+
+/// The distinct qualified types of an instance's PROCESSED and of its WAITING messages.
+struct types_by_state {
+    std::vector<std::string> processed;
+    std::vector<std::string> waiting;
 };
 
 /// A sequenced message row. `payload` is kept while the message waits (buffered delivery).

@@ -355,16 +355,23 @@ public:
         });
     }
 
-    std::vector<std::string> processed_types(instance_id instance) {
-        return run("message.processed_types", [&](store& s, detail::tx_state& tx, lock_guard&) {
+    types_by_state message_types(instance_id instance) {
+        return run("message.types", [&](store& s, detail::tx_state& tx, lock_guard&) {
             s.require_instance(instance);
-            std::vector<std::string> types;
-            for (const auto& [type, count] : s.instances_.at(instance).processed)
-                if (count + s.own_processed_delta(tx, instance, type) > 0) types.push_back(type);
-            for (const auto& own : tx.writes.messages)  // types only this transaction made PROCESSED
-                if (own.instance == instance && own.state == message_state::processed &&
-                    std::ranges::find(types, own.type) == types.end() && !s.instances_.at(instance).processed.find(own.type))
-                    types.push_back(own.type);
+            const instance_row& committed = s.instances_.at(instance);
+            types_by_state types;
+            for (const auto& [type, count] : committed.processed)
+                if (count + s.own_processed_delta(tx, instance, type) > 0) types.processed.push_back(type);
+            // A superset is enough for `waiting`: it only spares the release pass a lookup.
+            for (const auto& [type, ids] : committed.waiting)
+                if (!ids.empty()) types.waiting.push_back(type);
+            for (const auto& own : tx.writes.messages) {  // types only this transaction wrote
+                if (own.instance != instance) continue;
+                auto& list = own.state == message_state::processed ? types.processed : types.waiting;
+                const bool committed_too = own.state == message_state::processed && committed.processed.find(own.type);
+                if (own.state != message_state::failed && !committed_too && std::ranges::find(list, own.type) == list.end())
+                    list.push_back(own.type);
+            }
             return types;
         });
     }

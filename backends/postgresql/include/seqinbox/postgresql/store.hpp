@@ -1,0 +1,134 @@
+#pragma once
+// The PostgreSQL store: the seqinbox::store policy on the schema of schema/ (see
+// seqinbox/store/concept.hpp for the semantics every store has).
+//
+// Connections come from a pool of `pool_size` SOCI sessions. A claim transaction holds one
+// connection for its whole life; a `requires_new` step takes a second one while T1 waits, so give
+// the pool at least two connections per consumer thread. Statements are prepared once per
+// connection and reused; every value travels as a parameter. A connection that fails with SQLSTATE
+// class 08 or 57P01..57P03 is reported as seqinbox::error(connection) and replaced by a new one on
+// its next lease.
+//
+// Writes whose result nobody reads (message inserts, state changes, claim deletes, closing) are
+// sent with the transaction's next read or at commit; a transaction made of one such write runs
+// it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
+// which never hides a failure.
+//
+// Thread safety: a store may be used from any number of threads at once; a transaction by one
+// thread at a time. SOCI stays private: this header needs neither SOCI nor libpq.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace soci {
+class session;
+}
+
+namespace seqinbox::postgresql {
+
+struct store_options {
+    /// libpq connection string, key=value or URI form.
+    std::string conninfo;
+    /// Connections kept open at most (two per consumer thread with requires_new steps).
+    std::size_t pool_size = 8;
+    /// How long begin() waits for a free connection before a retryable error.
+    std::chrono::milliseconds acquire_timeout{std::chrono::seconds(30)};
+    /// idle_in_transaction_session_timeout of every connection: a claim or lock transaction
+    /// abandoned by a stuck process ends after this long. -1 s keeps the server's setting.
+    std::chrono::seconds idle_in_transaction_timeout{600};
+    /// lock_timeout of every connection (claim and instance-lock waits); 0 waits without limit.
+    std::chrono::milliseconds lock_timeout{0};
+};
+
+/// Counters of one store, for benchmarks and operators.
+struct store_statistics {
+    std::uint64_t round_trips = 0;           ///< statements, BEGIN, COMMIT, ROLLBACK sent
+    std::uint64_t connections_opened = 0;    ///< sessions opened, first ones included
+    std::uint64_t connections_replaced = 0;  ///< broken sessions dropped from the pool
+};
+
+namespace detail {
+class pool;
+class connection;
+}  // namespace detail
+
+class store {
+public:
+    class transaction;
+    using savepoint_id = std::uint32_t;
+
+    /// Opens one connection and checks the schema. Throws seqinbox::error with category
+    /// connection (server unreachable, bad connection string: the message names the redacted
+    /// conninfo), schema_mismatch (tables missing or older/newer than this library: the message
+    /// names `seqinbox migrate`), or misuse (pool_size 0).
+    explicit store(store_options options);
+    ~store();
+    store(const store&) = delete;
+    store& operator=(const store&) = delete;
+
+    /// Leases a connection and starts a READ COMMITTED transaction on it.
+    transaction begin();
+
+    sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
+                                             timestamp created_at, timestamp retain_until);
+
+    store_statistics statistics() const;
+    const store_options& options() const noexcept;
+
+private:
+    std::shared_ptr<detail::pool> pool_;
+};
+
+/// One database transaction on a leased connection. Move-only; destroyed without commit() it
+/// rolls back and returns its connection (or drops it when broken).
+class store::transaction {
+public:
+    transaction(transaction&&) noexcept;
+    transaction& operator=(transaction&&) noexcept;
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+    ~transaction();
+
+    bool insert_claim(const claim_key& key, instance_id instance, timestamp now);
+    void delete_claim(const claim_key& key);
+    /// Every row with the key, by id, without payloads (the engine reads ids and states).
+    std::vector<message_record> find_messages(const claim_key& key);
+    sequence_instance lock_instance(instance_id instance);
+    types_by_state message_types(instance_id instance);
+    std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    void insert_message(message_record row);
+    void update_message_state(message_id id, message_state state, timestamp now);
+    void close_instance(instance_id instance, timestamp now);
+    savepoint_id savepoint();
+    void rollback_to(savepoint_id point);
+    void commit();
+    void rollback();
+
+    /// The SOCI session of this transaction, for listeners that write business data in it
+    /// (propagation::required / requires_new). Include <soci/soci.h> to use it. Pending writes are
+    /// sent first. Do not commit or roll back through it.
+    soci::session& session();
+
+    /// txid_current() of this transaction.
+    std::uint64_t id();
+
+    /// True until commit(), rollback() or a failure.
+    bool active() const noexcept;
+
+private:
+    friend class store;
+    class impl;
+    explicit transaction(std::unique_ptr<impl> state);
+    std::unique_ptr<impl> impl_;
+};
+
+static_assert(seqinbox::store<store>, "seqinbox::postgresql::store must model seqinbox::store");
+
+}  // namespace seqinbox::postgresql

@@ -1,0 +1,111 @@
+#include "pool.hpp"
+
+#include <string>
+
+#include <soci/postgresql/soci-postgresql.h>
+
+#include "connection.hpp"
+#include "seqinbox/error.hpp"
+
+namespace seqinbox::postgresql::detail {
+
+namespace {
+
+/// The session settings every pooled connection carries (SET, not SET LOCAL: no round trip per
+/// transaction). Values are integers formatted here, never user text.
+void apply_settings(soci::session& session, const store_options& options, const std::string& conninfo) {
+    try {
+        if (options.idle_in_transaction_timeout.count() >= 0)
+            session << "SET idle_in_transaction_session_timeout = " +
+                           std::to_string(std::chrono::milliseconds(options.idle_in_transaction_timeout).count());
+        session << "SET lock_timeout = " + std::to_string(options.lock_timeout.count());
+    } catch (const soci::soci_error& e) {
+        rethrow(e, "configuring a new connection", conninfo);
+    }
+}
+
+PGconn* native(soci::session& session) {
+    return static_cast<soci::postgresql_session_backend*>(session.get_backend())->conn_;
+}
+
+}  // namespace
+
+connection::connection(const store_options& options, counters& counts)
+    : counts_(&counts), session_(connect(options.conninfo)) {
+    apply_settings(*session_, options, options.conninfo);
+    counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool connection::reusable() const {
+    if (broken_) return false;
+    PGconn* conn = native(*session_);
+    return PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
+}
+
+bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }
+
+void lease::release() noexcept {
+    if (conn_) pool_->give_back(std::move(conn_));
+    pool_.reset();
+}
+
+pool::pool(store_options options) : options_(std::move(options)) {
+    if (options_.pool_size == 0) throw error(error_category::misuse, "seqinbox::postgresql::store_options::pool_size must be at least 1");
+    if (options_.conninfo.empty()) throw error(error_category::misuse, "seqinbox::postgresql::store_options::conninfo is empty");
+}
+
+lease pool::acquire() {
+    std::unique_lock lock(mutex_);
+    const bool free = available_.wait_for(lock, options_.acquire_timeout,
+                                          [this] { return !idle_.empty() || open_ < options_.pool_size; });
+    if (!free)
+        throw error(error_category::retryable,
+                    "all " + std::to_string(options_.pool_size) + " pooled PostgreSQL connections stayed busy for " +
+                        std::to_string(options_.acquire_timeout.count()) +
+                        " ms; raise store_options::pool_size (a requires_new step needs a second connection per "
+                        "consumer thread) or acquire_timeout");
+    if (!idle_.empty()) {
+        auto conn = std::move(idle_.back());
+        idle_.pop_back();
+        return {shared_from_this(), std::move(conn)};
+    }
+    ++open_;
+    lock.unlock();
+    try {
+        return {shared_from_this(), std::make_unique<connection>(options_, counts_)};
+    } catch (...) {
+        lock.lock();
+        --open_;
+        available_.notify_one();
+        throw;
+    }
+}
+
+void pool::give_back(std::unique_ptr<connection> conn) noexcept {
+    bool keep = false;
+    try {
+        keep = conn->reusable();
+    } catch (...) {
+    }
+    if (!keep) {
+        counts_.connections_replaced.fetch_add(1, std::memory_order_relaxed);
+        conn.reset();  // outside the lock: closing a socket may take time
+    }
+    std::lock_guard lock(mutex_);
+    if (keep)
+        idle_.push_back(std::move(conn));
+    else
+        --open_;
+    available_.notify_one();
+}
+
+void fail(connection& conn, const soci::soci_error& e, std::string_view doing, std::string_view conninfo) {
+    try {
+        rethrow(e, doing, conninfo);
+    } catch (const error& failure) {
+        if (failure.category() == error_category::connection) conn.mark_broken();
+        throw;
+    }
+}
+
+}  // namespace seqinbox::postgresql::detail

@@ -1,0 +1,119 @@
+#pragma once
+// Private to seqinbox::postgresql: pooled connections. A connection is a SOCI session plus its
+// prepared statements; the pool opens connections lazily up to pool_size, hands them out one
+// transaction at a time, and drops a connection that is broken or was left inside a transaction,
+// so the next lease opens a fresh one.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "seqinbox/postgresql/store.hpp"
+#include "statements.hpp"
+
+namespace seqinbox::postgresql::detail {
+
+struct counters {
+    std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0};
+};
+
+class connection {
+public:
+    connection(const store_options& options, counters& counts);
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    soci::session& session() { return *session_; }
+
+    /// The prepared statement S of this connection, prepared on first use.
+    template <class S>
+    S& statement() {
+        auto& slot = std::get<std::unique_ptr<S>>(statements_);
+        if (!slot) {
+            counts_->round_trips.fetch_add(1, std::memory_order_relaxed);
+            slot = std::make_unique<S>(*session_);
+        }
+        return *slot;
+    }
+
+    void count_round_trip() { counts_->round_trips.fetch_add(1, std::memory_order_relaxed); }
+
+    /// Marks the connection unusable after a lost connection: the pool will drop it.
+    void mark_broken() noexcept { broken_ = true; }
+    /// Connected and outside any transaction: safe to hand to the next transaction.
+    bool reusable() const;
+    /// Inside a transaction that a failed statement aborted (known locally, no round trip).
+    bool in_failed_transaction() const;
+
+private:
+    counters* counts_;
+    bool broken_ = false;
+    std::unique_ptr<soci::session> session_;
+    // Declared after the session: statements are destroyed before it.
+    std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<instance_lock>, std::unique_ptr<instance_close>,
+               std::unique_ptr<claim_insert>, std::unique_ptr<claim_delete>, std::unique_ptr<message_find>,
+               std::unique_ptr<message_types_query>, std::unique_ptr<waiting_query>, std::unique_ptr<message_insert>,
+               std::unique_ptr<message_insert_with_record>, std::unique_ptr<message_state_update>,
+               std::unique_ptr<transaction_id_query>>
+        statements_;
+};
+
+class pool;
+
+/// A leased connection; returns it to the pool when destroyed.
+class lease {
+public:
+    lease() = default;
+    lease(std::shared_ptr<pool> owner, std::unique_ptr<connection> conn) : pool_(std::move(owner)), conn_(std::move(conn)) {}
+    lease(lease&&) noexcept = default;
+    lease& operator=(lease&& other) noexcept {
+        if (this != &other) {
+            release();
+            pool_ = std::move(other.pool_);
+            conn_ = std::move(other.conn_);
+        }
+        return *this;
+    }
+    ~lease() { release(); }
+
+    connection* operator->() const { return conn_.get(); }
+    explicit operator bool() const { return conn_ != nullptr; }
+    void release() noexcept;
+
+private:
+    std::shared_ptr<pool> pool_;
+    std::unique_ptr<connection> conn_;
+};
+
+class pool : public std::enable_shared_from_this<pool> {
+public:
+    explicit pool(store_options options);
+
+    /// A connection within options.acquire_timeout, or seqinbox::error (retryable when all are
+    /// busy, connection when a new one cannot be opened).
+    lease acquire();
+    void give_back(std::unique_ptr<connection> conn) noexcept;
+
+    const store_options& options() const noexcept { return options_; }
+    counters& counts() noexcept { return counts_; }
+
+private:
+    const store_options options_;
+    counters counts_;
+    std::mutex mutex_;
+    std::condition_variable available_;
+    std::vector<std::unique_ptr<connection>> idle_;
+    std::size_t open_ = 0;  // idle plus leased
+};
+
+/// Rethrows a SOCI failure of `conn` as seqinbox::error, first marking the connection broken
+/// when it was lost.
+[[noreturn]] void fail(connection& conn, const soci::soci_error& e, std::string_view doing, std::string_view conninfo);
+
+}  // namespace seqinbox::postgresql::detail

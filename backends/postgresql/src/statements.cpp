@@ -1,0 +1,127 @@
+#include "statements.hpp"
+
+#include "codec.hpp"
+
+namespace seqinbox::postgresql::detail {
+
+using soci::into;
+using soci::use;
+
+namespace {
+
+const std::string instance_select_list = "id, name, context_id, state, " + sql_microseconds("created_at") + ", " +
+                                         sql_microseconds("retain_until") + ", " + sql_microseconds("remove_after");
+
+auto into_instance(instance_columns& r) {
+    return std::tuple{into(r.id), into(r.name), into(r.context_id), into(r.state), into(r.created_at), into(r.retain_until),
+                      into(r.remove_after, r.remove_after_null)};
+}
+
+/// Prepares `sql` on `s` with the given exchange elements (into/use) in order.
+template <class... Elements>
+soci::statement prepared(soci::session& s, const std::string& sql, Elements&&... elements) {
+    return ((s.prepare << sql), ..., std::forward<Elements>(elements));
+}
+
+template <class Tuple, class... Elements>
+soci::statement prepared_with(soci::session& s, const std::string& sql, Tuple intos, Elements&&... uses) {
+    return std::apply([&](auto&&... into_elements) { return prepared(s, sql, into_elements..., std::forward<Elements>(uses)...); },
+                      std::move(intos));
+}
+
+}  // namespace
+
+instance_upsert::instance_upsert(soci::session& s)
+    : st(prepared_with(s,
+                       "WITH inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+                       " VALUES (:name, :context_id, 'OPEN', " + sql_timestamp(":created_at") + ", " +
+                           sql_timestamp(":retain_until") +
+                           ") ON CONFLICT (name, context_id) DO NOTHING RETURNING *)"
+                           " SELECT " + instance_select_list + " FROM inserted UNION ALL SELECT " + instance_select_list +
+                           " FROM sequence_instance WHERE name = :name_again AND context_id = :context_id_again LIMIT 1",
+                       into_instance(row), use(name), use(context_id), use(created_at), use(retain_until), use(name),
+                       use(context_id))) {}
+
+instance_lock::instance_lock(soci::session& s)
+    : st(prepared_with(s, "SELECT " + instance_select_list + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",
+                       into_instance(row), use(id))) {}
+
+instance_close::instance_close(soci::session& s)
+    : st(prepared(s, "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp(":at") + " WHERE id = :id",
+                  use(at), use(id))) {}
+
+claim_insert::claim_insert(soci::session& s)
+    : st(prepared(s,
+                  "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+                  " VALUES (:type, :idempotence_id, :instance, " + sql_timestamp(":at") +
+                      ") ON CONFLICT (message_type, idempotence_id) DO NOTHING",
+                  use(type), use(idempotence_id), use(instance), use(at))) {}
+
+claim_delete::claim_delete(soci::session& s)
+    : st(prepared(s, "DELETE FROM sequential_inbox_idempotence WHERE message_type = :type AND idempotence_id = :idempotence_id",
+                  use(type), use(idempotence_id))) {}
+
+message_find::message_find(soci::session& s)
+    : st(prepared(s,
+                  "SELECT id, sequence_instance_id, state, " + sql_microseconds("created_at") + ", " +
+                      sql_microseconds("state_changed_at") +
+                      " FROM sequenced_message WHERE message_type = :type AND idempotence_id = :idempotence_id ORDER BY id",
+                  into(id), into(instance), into(state), into(created_at), into(state_changed_at), use(type),
+                  use(idempotence_id))) {}
+
+message_types_query::message_types_query(soci::session& s)
+    : st(prepared(s,
+                  "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = :instance"
+                  " AND state IN ('PROCESSED', 'WAITING') GROUP BY message_type, state",
+                  into(type), into(state), use(instance))) {}
+
+waiting_query::waiting_query(soci::session& s)
+    : st(prepared(
+          s,
+          "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
+              sql_microseconds("m.state_changed_at") +
+              ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
+              sql_microseconds("m.record_time") +
+              ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
+              " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
+              " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
+              " FROM sequenced_message m WHERE m.sequence_instance_id = :instance AND m.state = 'WAITING'"
+              " AND m.message_type IN (SELECT convert_from(decode(t, 'hex'), 'UTF8')"
+              " FROM unnest(string_to_array(:types, ',')) AS t) ORDER BY m.id",
+          into(id), into(type), into(idempotence_id), into(created_at), into(state_changed_at), into(cluster, cluster_null),
+          into(topic, topic_null), into(partition, partition_null), into(offset, offset_null), into(key, key_null),
+          into(value, value_null), into(record_time, record_time_null), into(headers), use(instance), use(types))) {}
+
+message_insert::message_insert(soci::session& s)
+    : st(prepared(s,
+                  "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
+                  " state_changed_at) VALUES (:instance, :type, :idempotence_id, :state, " +
+                      sql_timestamp(":created_at") + ", " + sql_timestamp(":state_changed_at") + ")",
+                  use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at))) {}
+
+message_insert_with_record::message_insert_with_record(soci::session& s)
+    : st(prepared(s,
+                  "WITH m AS (INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state,"
+                  " created_at, state_changed_at, cluster, topic, partition, \"offset\", key, value, traceparent, record_time)"
+                  " VALUES (:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") + ", " +
+                      sql_timestamp(":state_changed_at") +
+                      ", :cluster, :topic, :partition, :offset, decode(:key, 'hex'), decode(:value, 'hex'), :traceparent, " +
+                      sql_timestamp(":record_time") +
+                      ") RETURNING id)"
+                      " INSERT INTO sequenced_message_header (sequenced_message_id, position, name, value)"
+                      " SELECT m.id, CAST(h.pos AS integer) - 1, convert_from(decode(split_part(h.item, '.', 1), 'hex'), 'UTF8'),"
+                      " decode(split_part(h.item, '.', 2), 'hex')"
+                      " FROM m, unnest(string_to_array(:headers, ',')) WITH ORDINALITY AS h(item, pos)",
+                  use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at),
+                  use(cluster), use(topic), use(partition), use(offset), use(key), use(value), use(traceparent, traceparent_null),
+                  use(record_time), use(headers))) {}
+
+message_state_update::message_state_update(soci::session& s)
+    : st(prepared(s,
+                  "UPDATE sequenced_message SET state = :state, state_changed_at = " + sql_timestamp(":at") + " WHERE id = :id",
+                  use(state), use(at), use(id))) {}
+
+transaction_id_query::transaction_id_query(soci::session& s)
+    : st(prepared(s, "SELECT txid_current()", into(id))) {}
+
+}  // namespace seqinbox::postgresql::detail

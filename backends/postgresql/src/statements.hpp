@@ -1,0 +1,116 @@
+#pragma once
+// Private to seqinbox::postgresql: the store's SQL, one prepared statement per operation. Each
+// struct owns the variables its statement is bound to, so it is prepared once per connection and
+// re-executed after the variables are set. Structs are heap-allocated: SOCI keeps their addresses.
+#include <string>
+
+#include <soci/soci.h>
+
+namespace seqinbox::postgresql::detail {
+
+/// Columns of a sequence_instance row.
+struct instance_columns {
+    long long id = 0;
+    std::string name, context_id, state;
+    long long created_at = 0, retain_until = 0, remove_after = 0;
+    soci::indicator remove_after_null = soci::i_ok;
+};
+
+/// INSERT ... ON CONFLICT DO NOTHING returning the new row, else the committed one.
+struct instance_upsert {
+    std::string name, context_id;
+    long long created_at = 0, retain_until = 0;
+    instance_columns row;
+    soci::statement st;
+    explicit instance_upsert(soci::session& s);
+};
+
+struct instance_lock {
+    long long id = 0;
+    instance_columns row;
+    soci::statement st;
+    explicit instance_lock(soci::session& s);
+};
+
+struct instance_close {
+    long long id = 0, at = 0;
+    soci::statement st;
+    explicit instance_close(soci::session& s);
+};
+
+/// The seed's claim: the affected-row count decides.
+struct claim_insert {
+    std::string type, idempotence_id;
+    long long instance = 0, at = 0;
+    soci::statement st;
+    explicit claim_insert(soci::session& s);
+};
+
+struct claim_delete {
+    std::string type, idempotence_id;
+    soci::statement st;
+    explicit claim_delete(soci::session& s);
+};
+
+/// Rows of one claim key, without payload.
+struct message_find {
+    std::string type, idempotence_id;
+    long long id = 0, instance = 0, created_at = 0, state_changed_at = 0;
+    std::string state;
+    soci::statement st;
+    explicit message_find(soci::session& s);
+};
+
+/// Distinct (type, state) of the PROCESSED and WAITING rows of an instance.
+struct message_types_query {
+    long long instance = 0;
+    std::string type, state;
+    soci::statement st;
+    explicit message_types_query(soci::session& s);
+};
+
+/// WAITING rows of an instance with the given types (hex list), with their records.
+struct waiting_query {
+    long long instance = 0;
+    std::string types;
+    long long id = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
+    int partition = 0;
+    std::string type, idempotence_id, cluster, topic, key, value, headers;
+    soci::indicator cluster_null{}, topic_null{}, partition_null{}, offset_null{}, key_null{}, value_null{},
+        record_time_null{};
+    soci::statement st;
+    explicit waiting_query(soci::session& s);
+};
+
+/// A row without record (processed or failed on the direct path).
+struct message_insert {
+    long long instance = 0, created_at = 0, state_changed_at = 0;
+    std::string type, idempotence_id, state;
+    soci::statement st;
+    explicit message_insert(soci::session& s);
+};
+
+/// A row with its record and headers, in one statement.
+struct message_insert_with_record {
+    long long instance = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
+    int partition = 0;
+    std::string type, idempotence_id, state, cluster, topic, key, value, traceparent, headers;
+    soci::indicator traceparent_null = soci::i_ok;
+    soci::statement st;
+    explicit message_insert_with_record(soci::session& s);
+};
+
+struct message_state_update {
+    long long id = 0, at = 0;
+    std::string state;
+    soci::statement st;
+    explicit message_state_update(soci::session& s);
+};
+
+struct transaction_id_query {
+    long long id = 0;
+    soci::statement st;
+    explicit transaction_id_query(soci::session& s);
+};
+
+}  // namespace seqinbox::postgresql::detail

@@ -1,0 +1,508 @@
+#include "seqinbox/postgresql/store.hpp"
+
+#include <utility>
+#include <variant>
+
+#include <soci/postgresql/soci-postgresql.h>
+
+#include "codec.hpp"
+#include "connection.hpp"
+#include "pool.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/migrate.hpp"
+#include "seqinbox/store/storable_text.hpp"
+
+namespace seqinbox::postgresql {
+
+namespace {
+
+using detail::from_microseconds;
+using detail::to_microseconds;
+
+/// The engine rejects such values before they reach a store; this guards direct callers.
+void require_key(std::string_view what, std::string_view value) {
+    if (auto problem = key_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
+}
+
+void require_text(std::string_view what, std::string_view value) {
+    if (auto problem = text_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
+}
+
+message_state parse_message_state(const std::string& text) {
+    for (auto s : {message_state::waiting, message_state::processed, message_state::failed})
+        if (text == to_string(s)) return s;
+    throw error(error_category::internal, "unknown sequenced_message state '" + text + "'");
+}
+
+sequence_instance to_instance(const detail::instance_columns& c) {
+    sequence_instance row{c.id,
+                          c.name,
+                          c.context_id,
+                          c.state == "CLOSED" ? instance_state::closed : instance_state::open,
+                          from_microseconds(c.created_at),
+                          from_microseconds(c.retain_until),
+                          {}};
+    if (c.remove_after_null == soci::i_ok) row.remove_after = from_microseconds(c.remove_after);
+    return row;
+}
+
+/// Runs `rows` on `st` after executing it, once per fetched row.
+template <class Row>
+void for_each_row(soci::statement& st, Row&& row) {
+    for (bool more = st.execute(true); more; more = st.fetch()) row();
+}
+
+// Writes whose result nobody reads wait for the transaction's next read or its commit.
+struct claim_deletion {
+    claim_key key;
+};
+struct message_insertion {
+    message_record row;
+};
+struct state_change {
+    message_id id;
+    message_state state;
+    timestamp at;
+};
+struct instance_closing {
+    instance_id id;
+    timestamp at;
+};
+using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing>;
+
+void bind_record(detail::message_insert_with_record& s, const envelope& record) {
+    s.cluster = record.cluster;
+    s.topic = record.topic;
+    s.partition = record.partition;
+    s.offset = record.offset;
+    s.key = detail::to_hex(record.key);
+    s.value = detail::to_hex(record.value);
+    const auto traceparent = record.find_header(traceparent_header);
+    s.traceparent = traceparent ? std::string(*traceparent) : std::string();
+    s.traceparent_null = traceparent ? soci::i_ok : soci::i_null;
+    s.record_time = to_microseconds(record.time);
+    s.headers = detail::encode_headers(record.headers);
+}
+
+void execute(detail::connection& c, const claim_deletion& w) {
+    auto& s = c.statement<detail::claim_delete>();
+    s.type = w.key.type;
+    s.idempotence_id = w.key.idempotence_id;
+    s.st.execute(true);
+}
+
+template <class Insert>
+void bind_row(Insert& s, const message_record& row) {
+    s.instance = row.instance;
+    s.type = row.type;
+    s.idempotence_id = row.idempotence_id;
+    s.state = std::string(to_string(row.state));
+    s.created_at = to_microseconds(row.created_at);
+    s.state_changed_at = to_microseconds(row.state_changed_at);
+}
+
+void execute(detail::connection& c, const message_insertion& w) {
+    if (!w.row.payload) {
+        auto& s = c.statement<detail::message_insert>();
+        bind_row(s, w.row);
+        s.st.execute(true);
+        return;
+    }
+    auto& s = c.statement<detail::message_insert_with_record>();
+    bind_row(s, w.row);
+    bind_record(s, *w.row.payload);
+    s.st.execute(true);
+}
+
+void execute(detail::connection& c, const state_change& w) {
+    auto& s = c.statement<detail::message_state_update>();
+    s.id = w.id;
+    s.state = std::string(to_string(w.state));
+    s.at = to_microseconds(w.at);
+    s.st.execute(true);
+}
+
+void execute(detail::connection& c, const instance_closing& w) {
+    auto& s = c.statement<detail::instance_close>();
+    s.id = w.id;
+    s.at = to_microseconds(w.at);
+    s.st.execute(true);
+}
+
+const char* describe(const deferred_write& w) {
+    return std::visit(
+        [](const auto& write) {
+            using W = std::decay_t<decltype(write)>;
+            if constexpr (std::is_same_v<W, claim_deletion>) return "deleting a claim";
+            else if constexpr (std::is_same_v<W, message_insertion>) return "inserting a sequenced message";
+            else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
+            else return "closing a sequence instance";
+        },
+        w);
+}
+
+}  // namespace
+
+// ---- transaction ----
+
+class store::transaction::impl {
+public:
+    impl(std::shared_ptr<detail::pool> pool, detail::lease conn) : pool_(std::move(pool)), conn_(std::move(conn)) {}
+    impl(const impl&) = delete;
+    impl& operator=(const impl&) = delete;
+    ~impl() { end_quietly(); }
+
+    bool active() const noexcept { return !ended_; }
+
+    /// Runs `op` on the connection as one round trip; a SOCI failure becomes seqinbox::error and
+    /// ends the transaction when the connection is lost, aborts it otherwise.
+    template <class Op>
+    decltype(auto) guarded(std::string_view doing, Op&& op) {
+        require_active();
+        try {
+            conn_->count_round_trip();
+            return op(*operator->());
+        } catch (const soci::soci_error& e) {
+            try {
+                detail::fail(*operator->(), e, doing, conninfo());
+            } catch (const error& failure) {
+                if (failure.category() == error_category::connection) finish();
+                else aborted_ = true;
+                throw;
+            }
+        }
+    }
+
+    /// Like guarded, inside the transaction with every deferred write sent first.
+    template <class Op>
+    decltype(auto) read(std::string_view doing, Op&& op) {
+        begin_if_needed();
+        flush();
+        return guarded(doing, std::forward<Op>(op));
+    }
+
+    void defer(deferred_write write) {
+        require_active();
+        pending_.push_back(std::move(write));
+    }
+
+    void commit() {
+        require_active();
+        if (!begun_ && pending_.size() <= 1) {  // one write is atomic on its own: no BEGIN/COMMIT
+            if (!pending_.empty()) send(pending_.front());
+            finish();
+            return;
+        }
+        begin_if_needed();
+        flush();
+        if (aborted_ || in_failed_transaction()) {
+            end_quietly();
+            throw error(error_category::misuse,
+                        "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
+        }
+        guarded("committing", [](detail::connection& c) { c.session().commit(); });
+        finish();
+    }
+
+    void rollback() {
+        if (ended_) return;
+        pending_.clear();
+        if (begun_) {
+            try {
+                guarded("rolling back", [](detail::connection& c) { c.session().rollback(); });
+            } catch (const error& e) {
+                if (e.category() != error_category::connection) throw;  // lost: the server rolled back
+            }
+        }
+        finish();
+    }
+
+    store::savepoint_id savepoint() {
+        const auto point = ++savepoints_;
+        read("creating a savepoint", [&](detail::connection& c) { c.session() << "SAVEPOINT " + savepoint_name(point); });
+        return point;
+    }
+
+    void rollback_to(store::savepoint_id point) {
+        pending_.clear();  // deferred writes all came after the latest flush, so after `point`
+        guarded("rolling back to a savepoint",
+                [&](detail::connection& c) { c.session() << "ROLLBACK TO SAVEPOINT " + savepoint_name(point); });
+        aborted_ = false;
+    }
+
+    soci::session& session() {
+        begin_if_needed();
+        flush();
+        return operator->()->session();
+    }
+
+    detail::connection* operator->() const { return conn_.operator->(); }
+
+private:
+    static std::string savepoint_name(store::savepoint_id point) { return "seqinbox_" + std::to_string(point); }
+
+    void require_active() const {
+        if (ended_) throw error(error_category::misuse, "use of a PostgreSQL store transaction that has ended");
+    }
+
+    const std::string& conninfo() const { return pool_->options().conninfo; }
+
+    void begin_if_needed() {
+        if (begun_) return;
+        guarded("starting a transaction", [](detail::connection& c) { c.session().begin(); });
+        begun_ = true;
+    }
+
+    void flush() {
+        auto writes = std::exchange(pending_, {});
+        for (const auto& w : writes) send(w);
+    }
+
+    void send(const deferred_write& w) {
+        guarded(describe(w), [&](detail::connection& c) { std::visit([&](const auto& write) { execute(c, write); }, w); });
+    }
+
+    bool in_failed_transaction() const { return operator->()->in_failed_transaction(); }
+
+    void finish() noexcept {
+        ended_ = true;
+        pending_.clear();
+        conn_.release();
+    }
+
+    void end_quietly() noexcept {
+        try {
+            rollback();
+        } catch (...) {
+            if (conn_) operator->()->mark_broken();
+            finish();
+        }
+    }
+
+    std::shared_ptr<detail::pool> pool_;
+    detail::lease conn_;
+    bool begun_ = false;
+    bool ended_ = false;
+    bool aborted_ = false;
+    store::savepoint_id savepoints_ = 0;
+    std::vector<deferred_write> pending_;
+};
+
+store::transaction::transaction(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+store::transaction::transaction(transaction&&) noexcept = default;
+store::transaction& store::transaction::operator=(transaction&&) noexcept = default;
+store::transaction::~transaction() = default;
+
+namespace {
+
+template <class Impl>
+Impl& checked(const std::unique_ptr<Impl>& state) {
+    if (!state) throw error(error_category::misuse, "use of a moved-from PostgreSQL store transaction");
+    return *state;
+}
+
+}  // namespace
+
+bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
+    require_key("message type", key.type);
+    require_key("idempotence id", key.idempotence_id);
+    return checked(impl_).read("claiming " + key.type + "/" + key.idempotence_id, [&](detail::connection& c) {
+        auto& s = c.statement<detail::claim_insert>();
+        s.type = key.type;
+        s.idempotence_id = key.idempotence_id;
+        s.instance = instance;
+        s.at = to_microseconds(now);
+        s.st.execute(true);
+        return s.st.get_affected_rows() == 1;
+    });
+}
+
+void store::transaction::delete_claim(const claim_key& key) {
+    require_key("message type", key.type);
+    require_key("idempotence id", key.idempotence_id);
+    checked(impl_).defer(claim_deletion{key});
+}
+
+std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
+    require_key("message type", key.type);
+    require_key("idempotence id", key.idempotence_id);
+    return checked(impl_).read("reading sequenced messages", [&](detail::connection& c) {
+        auto& s = c.statement<detail::message_find>();
+        s.type = key.type;
+        s.idempotence_id = key.idempotence_id;
+        std::vector<message_record> rows;
+        for_each_row(s.st, [&] {
+            rows.push_back({s.id, s.instance, key.type, key.idempotence_id, parse_message_state(s.state),
+                            from_microseconds(s.created_at), from_microseconds(s.state_changed_at), std::nullopt});
+        });
+        return rows;
+    });
+}
+
+sequence_instance store::transaction::lock_instance(instance_id instance) {
+    return checked(impl_).read("locking sequence instance " + std::to_string(instance), [&](detail::connection& c) {
+        auto& s = c.statement<detail::instance_lock>();
+        s.id = instance;
+        if (!s.st.execute(true))
+            throw error(error_category::retryable,
+                        "sequence instance " + std::to_string(instance) + " no longer exists (removed meanwhile); retry the delivery");
+        return to_instance(s.row);
+    });
+}
+
+types_by_state store::transaction::message_types(instance_id instance) {
+    return checked(impl_).read("reading message types", [&](detail::connection& c) {
+        auto& s = c.statement<detail::message_types_query>();
+        s.instance = instance;
+        types_by_state types;
+        for_each_row(s.st, [&] { (s.state == "PROCESSED" ? types.processed : types.waiting).push_back(s.type); });
+        return types;
+    });
+}
+
+namespace {
+
+message_record waiting_row(const detail::waiting_query& s, instance_id instance) {
+    envelope record;
+    if (s.key_null == soci::i_ok) record.key = detail::from_hex(s.key);
+    if (s.value_null == soci::i_ok) record.value = detail::from_hex(s.value);
+    record.headers = detail::decode_headers(s.headers);
+    if (s.topic_null == soci::i_ok) record.topic = s.topic;
+    if (s.partition_null == soci::i_ok) record.partition = s.partition;
+    if (s.offset_null == soci::i_ok) record.offset = s.offset;
+    if (s.record_time_null == soci::i_ok) record.time = from_microseconds(s.record_time);
+    if (s.cluster_null == soci::i_ok) record.cluster = s.cluster;
+    return {s.id,         instance, s.type, s.idempotence_id, message_state::waiting, from_microseconds(s.created_at),
+            from_microseconds(s.state_changed_at), std::move(record)};
+}
+
+}  // namespace
+
+std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
+    return checked(impl_).read("reading waiting messages", [&](detail::connection& c) {
+        auto& s = c.statement<detail::waiting_query>();
+        s.instance = instance;
+        s.types = detail::encode_list(types);
+        std::vector<message_record> rows;
+        for_each_row(s.st, [&] { rows.push_back(waiting_row(s, instance)); });
+        return rows;
+    });
+}
+
+void store::transaction::insert_message(message_record row) {
+    require_key("message type", row.type);
+    require_key("idempotence id", row.idempotence_id);
+    if (row.payload) {
+        require_text("topic", row.payload->topic);
+        require_text("cluster", row.payload->cluster);
+        for (const auto& h : row.payload->headers) require_text("header name", h.name);
+    }
+    checked(impl_).defer(message_insertion{std::move(row)});
+}
+
+void store::transaction::update_message_state(message_id id, message_state state, timestamp now) {
+    checked(impl_).defer(state_change{id, state, now});
+}
+
+void store::transaction::close_instance(instance_id instance, timestamp now) {
+    checked(impl_).defer(instance_closing{instance, now});
+}
+
+store::savepoint_id store::transaction::savepoint() { return checked(impl_).savepoint(); }
+void store::transaction::rollback_to(savepoint_id point) { checked(impl_).rollback_to(point); }
+void store::transaction::commit() { checked(impl_).commit(); }
+void store::transaction::rollback() { checked(impl_).rollback(); }
+soci::session& store::transaction::session() { return checked(impl_).session(); }
+bool store::transaction::active() const noexcept { return impl_ && impl_->active(); }
+
+std::uint64_t store::transaction::id() {
+    return static_cast<std::uint64_t>(checked(impl_).read("reading txid_current()", [](detail::connection& c) {
+        auto& s = c.statement<detail::transaction_id_query>();
+        s.st.execute(true);
+        return s.id;
+    }));
+}
+
+// ---- store ----
+
+namespace {
+
+long long query_number(soci::session& session, const std::string& sql) {
+    long long n = 0;
+    session << sql, soci::into(n);
+    return n;
+}
+
+std::string migrate_hint(const std::string& conninfo) {
+    return "run `seqinbox migrate --postgres '" + redact_conninfo(conninfo) +
+           "'` (or seqinbox::postgresql::migrate()) before starting the inbox";
+}
+
+/// The database must hold exactly the schema this library was built with.
+void check_schema(soci::session& session, const std::string& conninfo) {
+    const int latest = latest_schema_version();
+    if (query_number(session, "SELECT CAST(to_regclass('seqinbox_schema_history') IS NOT NULL AS integer)") == 0)
+        throw error(error_category::schema_mismatch, "the database of '" + redact_conninfo(conninfo) +
+                                                         "' has no seqinbox schema (table seqinbox_schema_history is missing): " +
+                                                         migrate_hint(conninfo));
+    const long long version = query_number(session, "SELECT COALESCE(max(version), 0) FROM seqinbox_schema_history");
+    if (version > latest)
+        throw error(error_category::schema_mismatch,
+                    "the seqinbox schema of '" + redact_conninfo(conninfo) + "' is at version " + std::to_string(version) +
+                        ", newer than this library's " + std::to_string(latest) + ": upgrade seqinbox");
+    const bool claim_table = query_number(session, "SELECT CAST(to_regclass('sequential_inbox_idempotence') IS NOT NULL AS integer)") == 1;
+    if (version < latest || !claim_table)
+        throw error(error_category::schema_mismatch,
+                    "the seqinbox schema of '" + redact_conninfo(conninfo) + "' is at version " + std::to_string(version) +
+                        (claim_table ? "" : " without the claim table sequential_inbox_idempotence") + "; this library needs version " +
+                        std::to_string(latest) + ": " + migrate_hint(conninfo));
+}
+
+}  // namespace
+
+store::store(store_options options) : pool_(std::make_shared<detail::pool>(std::move(options))) {
+    auto conn = pool_->acquire();
+    try {
+        check_schema(conn->session(), pool_->options().conninfo);
+    } catch (const soci::soci_error& e) {
+        detail::fail(*conn.operator->(), e, "checking the seqinbox schema", pool_->options().conninfo);
+    }
+}
+
+store::~store() = default;
+
+store::transaction store::begin() {
+    auto conn = pool_->acquire();
+    return transaction(std::make_unique<transaction::impl>(pool_, std::move(conn)));
+}
+
+sequence_instance store::create_or_get_instance(const std::string& sequence, const std::string& context_id,
+                                                timestamp created_at, timestamp retain_until) {
+    require_key("sequence name", sequence);
+    require_key("context id", context_id);
+    transaction::impl autocommit(pool_, pool_->acquire());
+    // A row committed by a concurrent insert after this statement's snapshot is invisible to it:
+    // the next attempt sees it.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        auto found = autocommit.guarded("creating sequence instance", [&](detail::connection& c) -> std::optional<sequence_instance> {
+            auto& s = c.statement<detail::instance_upsert>();
+            s.name = sequence;
+            s.context_id = context_id;
+            s.created_at = to_microseconds(created_at);
+            s.retain_until = to_microseconds(retain_until);
+            if (!s.st.execute(true)) return std::nullopt;
+            return to_instance(s.row);
+        });
+        if (found) return *found;
+    }
+    throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
+}
+
+store_statistics store::statistics() const {
+    auto& c = pool_->counts();
+    return {c.round_trips.load(), c.connections_opened.load(), c.connections_replaced.load()};
+}
+
+const store_options& store::options() const noexcept { return pool_->options(); }
+
+}  // namespace seqinbox::postgresql

@@ -1,0 +1,169 @@
+#pragma once
+// The conformance fixture (tests/conformance/backend.hpp) for the PostgreSQL backend: every
+// fixture object gets a fresh database, copied from a template that is migrated once per program
+// and holds the business table.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/backend.hpp"
+#include "pg_test_support.hpp"
+#include "seqinbox/postgresql/store.hpp"
+
+namespace seqinbox::conformance {
+
+namespace detail {
+
+/// A migrated database with the business table, used as CREATE DATABASE ... TEMPLATE.
+inline const std::string& template_database() {
+    static const std::string name = [] {
+        auto& server = test::pg_server::shared();
+        const std::string conninfo = server.create_database();
+        postgresql::migrate(conninfo);
+        soci::session s(soci::postgresql, conninfo);
+        s << "CREATE TABLE business (key text PRIMARY KEY, value text NOT NULL)";
+        std::string database;
+        s << "SELECT current_database()", soci::into(database);
+        return database;
+    }();
+    return name;
+}
+
+inline std::string fresh_database() {
+    static std::atomic<int> counter{0};
+    const std::string& source = template_database();
+    const std::string name = "conformance_" + std::to_string(++counter);
+    soci::session admin(soci::postgresql, test::pg_server::shared().conninfo());
+    admin << "CREATE DATABASE " + name + " TEMPLATE " + source;
+    return test::pg_server::shared().conninfo(name);
+}
+
+inline postgresql::store_options fixture_options(const std::string& conninfo) {
+    postgresql::store_options options;
+    options.conninfo = conninfo;
+    options.pool_size = 24;  // the concurrency case runs 8 threads, each may need two connections
+    return options;
+}
+
+inline message_state parse_state(const std::string& s) {
+    return s == "WAITING" ? message_state::waiting : s == "PROCESSED" ? message_state::processed : message_state::failed;
+}
+
+inline timestamp from_us(long long us) {
+    return timestamp(std::chrono::duration_cast<timestamp::duration>(std::chrono::microseconds(us)));
+}
+
+}  // namespace detail
+
+struct postgresql_backend {
+    using store_type = postgresql::store;
+
+    postgresql_backend() : conninfo(detail::fresh_database()), store(detail::fixture_options(conninfo)), admin(soci::postgresql, conninfo) {}
+
+    std::string conninfo;
+    store_type store;
+    memory::source source;
+    memory::error_sink error_sink;
+    clocks::manual_clock clock;
+
+    template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
+    using inbox_type = seqinbox::basic_inbox<store_type, memory::source, memory::error_sink, Claim, Propagation,
+                                             decode::header_decoder, clocks::manual_clock>;
+
+    std::vector<message_record> messages_with_key(const claim_key& key) {
+        return select_messages("WHERE message_type = :t AND idempotence_id = :i", key.type, key.idempotence_id);
+    }
+    std::vector<message_record> messages() { return select_messages("WHERE :t = :i", "", ""); }
+
+    bool has_claim(const claim_key& key) {
+        long long n = 0;
+        admin << "SELECT count(*) FROM sequential_inbox_idempotence WHERE message_type = :t AND idempotence_id = :i",
+            soci::use(key.type), soci::use(key.idempotence_id), soci::into(n);
+        return n == 1;
+    }
+    std::size_t claim_count() { return static_cast<std::size_t>(test::count(admin, "SELECT count(*) FROM sequential_inbox_idempotence")); }
+
+    std::vector<sequence_instance> instances() { return select_instances("WHERE :n = :c", "", ""); }
+    std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) {
+        auto rows = select_instances("WHERE name = :n AND context_id = :c", sequence, context_id);
+        if (rows.empty()) return std::nullopt;
+        return rows.front();
+    }
+
+    static void business_put(store_type::transaction& tx, const std::string& key, const std::string& value) {
+        tx.session() << "INSERT INTO business (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            soci::use(key), soci::use(value);
+    }
+    std::optional<std::string> business_get(const std::string& key) {
+        std::string value;
+        soci::indicator found = soci::i_null;
+        admin << "SELECT value FROM business WHERE key = :k", soci::use(key), soci::into(value, found);
+        if (!admin.got_data() || found != soci::i_ok) return std::nullopt;
+        return value;
+    }
+    static std::uint64_t transaction_id(store_type::transaction& tx) { return tx.id(); }
+
+private:
+    std::vector<message_record> select_messages(const std::string& where, const std::string& a, const std::string& b) {
+        message_record row;
+        long long id = 0, instance = 0, created = 0, changed = 0;
+        std::string state;
+        soci::statement st = (admin.prepare << "SELECT id, sequence_instance_id, message_type, idempotence_id, state,"
+                                               " CAST(extract(epoch FROM created_at) * 1000000 AS bigint),"
+                                               " CAST(extract(epoch FROM state_changed_at) * 1000000 AS bigint)"
+                                               " FROM sequenced_message " + where + " ORDER BY id",
+                              soci::into(id), soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
+                              soci::into(state), soci::into(created), soci::into(changed), soci::use(a), soci::use(b));
+        std::vector<message_record> rows;
+        for (bool more = st.execute(true); more; more = st.fetch()) {
+            row.id = id;
+            row.instance = instance;
+            row.state = detail::parse_state(state);
+            row.created_at = detail::from_us(created);
+            row.state_changed_at = detail::from_us(changed);
+            rows.push_back(row);
+        }
+        for (auto& r : rows)
+            if (r.state == message_state::waiting) r.payload = stored_record(r);
+        return rows;
+    }
+
+    /// The record kept with a WAITING row, read back through the store itself.
+    std::optional<envelope> stored_record(const message_record& waiting) {
+        auto tx = store.begin();
+        const std::string types[] = {waiting.type};
+        for (auto& row : tx.waiting_messages(waiting.instance, types))
+            if (row.id == waiting.id) return row.payload;
+        return std::nullopt;
+    }
+
+    std::vector<sequence_instance> select_instances(const std::string& where, const std::string& a, const std::string& b) {
+        sequence_instance row;
+        long long id = 0, created = 0, retain = 0;
+        std::string state;
+        soci::statement st = (admin.prepare << "SELECT id, name, context_id, state,"
+                                               " CAST(extract(epoch FROM created_at) * 1000000 AS bigint),"
+                                               " CAST(extract(epoch FROM retain_until) * 1000000 AS bigint)"
+                                               " FROM sequence_instance " + where + " ORDER BY id",
+                              soci::into(id), soci::into(row.sequence), soci::into(row.context_id), soci::into(state),
+                              soci::into(created), soci::into(retain), soci::use(a), soci::use(b));
+        std::vector<sequence_instance> rows;
+        for (bool more = st.execute(true); more; more = st.fetch()) {
+            row.id = id;
+            row.state = state == "CLOSED" ? instance_state::closed : instance_state::open;
+            row.created_at = detail::from_us(created);
+            row.retain_until = detail::from_us(retain);
+            rows.push_back(row);
+        }
+        return rows;
+    }
+
+    soci::session admin;  // inspection of committed state, autocommit
+};
+
+static_assert(backend<postgresql_backend>, "postgresql_backend must model the conformance fixture contract");
+
+}  // namespace seqinbox::conformance

@@ -1,0 +1,11 @@
+// The conformance suite (tests/conformance/) instantiated for the PostgreSQL backend.
+#define BOOST_TEST_MODULE conformance_postgres
+#include <boost/test/unit_test.hpp>
+
+#include <boost/mpl/list.hpp>
+
+#include "postgresql_backend.hpp"
+
+using backends = boost::mpl::list<seqinbox::conformance::postgresql_backend>;
+
+#include "conformance/behaviour.hpp"
