@@ -1,0 +1,756 @@
+// bench_postgres: deliveries/s of the inbox on the PostgreSQL backend, against pgbench running
+// the minimal SQL of one delivery (claim insert + sequenced-message insert + commit) on the same
+// server in the same run, and the SQL round trips one delivery costs.
+//
+//   bench_postgres --conninfo CONNINFO [--seconds N | --deliveries N] [--rounds N] [--quick]
+//   bench_postgres --throwaway-server [...]   starts a throwaway PostgreSQL 15 (tests/postgresql)
+//
+// Each figure is the best of --rounds runs (default 3) of --seconds seconds (default 5) or
+// --deliveries deliveries; --quick is one round of 60 deliveries, for the CTest smoke run.
+// Besides the figures it prints, per delivery and per store call, the round trips (rt_<call>)
+// and microseconds (us_<call>) of a one-thread run: t1_ is the claim transaction, t2_ the
+// requires_new transaction that stores the PROCESSED row.
+//
+// CONNINFO names a maintenance database; the program creates a database of its own there, migrates
+// it, and drops it at the end, also on failure. Workload: a chain sequence (BenchCreated, then
+// BenchValidated, then BenchShipped), each context delivered in declared order, so every delivery
+// is released at once and the instance closes with the third one: the common case of a consumer
+// reading a partition in order. One inbox per thread, all sharing one store; listeners do nothing.
+//
+// Prints one `name value` pair per line. Exits non-zero when the run is not correct: a delivery
+// not PROCESSED, a listener call missing, a row or claim count that differs from the deliveries,
+// an instance left OPEN, or pgbench failing.
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include "postgresql/pg_test_support.hpp"
+#include "seqinbox/declare/condition.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/source.hpp"
+#include "seqinbox/postgresql/migrate.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "support/world.hpp"
+
+namespace {
+
+namespace pg = seqinbox::postgresql;
+using clock_type = std::chrono::steady_clock;
+using seqinbox::test::count;
+
+struct check_failed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+void require(bool ok, const std::string& what) {
+    if (!ok) throw check_failed(what);
+}
+
+void print(std::string_view name, double value) {
+    std::printf("%.*s %.6g\n", static_cast<int>(name.size()), name.data(), value);
+    std::fflush(stdout);
+}
+
+double seconds_since(clock_type::time_point from) {
+    return std::chrono::duration<double>(clock_type::now() - from).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+
+struct options {
+    std::string conninfo;
+    bool throwaway_server = false;
+    bool quick = false;
+    std::size_t seconds = 5;     ///< per measured run, unless `deliveries` is set
+    std::size_t deliveries = 0;  ///< per measured run; 0: run for `seconds`
+    std::size_t rounds = 3;      ///< measured runs per figure; the best one counts
+};
+
+constexpr const char* usage =
+    "usage: bench_postgres (--conninfo CONNINFO | --throwaway-server) [--seconds N | --deliveries N] [--rounds N]"
+    " [--quick]\n";
+
+std::size_t positive_number(std::string_view flag, std::string_view text) {
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
+        throw std::invalid_argument(std::string(flag) + " needs a positive number");
+    return n;
+}
+
+options parse_options(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--conninfo" && has_value)
+            o.conninfo = argv[++i];
+        else if (arg == "--seconds" && has_value)
+            o.seconds = positive_number(arg, argv[++i]);
+        else if (arg == "--deliveries" && has_value)
+            o.deliveries = positive_number(arg, argv[++i]);
+        else if (arg == "--rounds" && has_value)
+            o.rounds = positive_number(arg, argv[++i]);
+        else if (arg == "--quick")
+            o.quick = true;
+        else if (arg == "--throwaway-server")
+            o.throwaway_server = true;
+        else
+            throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
+    }
+    if (o.conninfo.empty() == !o.throwaway_server)
+        throw std::invalid_argument("give exactly one of --conninfo and --throwaway-server");
+    if (o.quick) {
+        o.rounds = 1;
+        if (o.deliveries == 0) o.deliveries = 60;
+    }
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection strings and the scratch database
+// ---------------------------------------------------------------------------------------------
+
+/// The keywords and values of a libpq connection string (key=value or URI form).
+std::vector<std::pair<std::string, std::string>> conninfo_fields(const std::string& conninfo) {
+    char* message = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &message);
+    if (parsed == nullptr) {
+        const std::string reason = message != nullptr ? message : "out of memory";
+        PQfreemem(message);
+        throw std::invalid_argument("bad connection string " + pg::redact_conninfo(conninfo) + ": " + reason);
+    }
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (const PQconninfoOption* o = parsed; o->keyword != nullptr; ++o)
+        if (o->val != nullptr && *o->val != '\0') fields.emplace_back(o->keyword, o->val);
+    PQconninfoFree(parsed);
+    return fields;
+}
+
+std::string quoted_conninfo_value(const std::string& value) {
+    std::string out = "'";
+    for (char c : value) {
+        if (c == '\'' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "'";
+}
+
+/// `conninfo` in key=value form (SOCI does not read the URI form), naming database `dbname`
+/// instead of its own when given, and without the password if asked.
+std::string key_value_conninfo(const std::string& conninfo, const std::optional<std::string>& dbname = std::nullopt,
+                               bool with_password = true) {
+    std::string out;
+    for (const auto& [keyword, value] : conninfo_fields(conninfo)) {
+        if ((keyword == "dbname" && dbname) || (keyword == "password" && !with_password)) continue;
+        out += keyword + "=" + quoted_conninfo_value(value) + " ";
+    }
+    if (dbname) out += "dbname=" + quoted_conninfo_value(*dbname);
+    return out;
+}
+
+std::optional<std::string> password_of(const std::string& conninfo) {
+    for (const auto& [keyword, value] : conninfo_fields(conninfo))
+        if (keyword == "password") return value;
+    return std::nullopt;
+}
+
+/// A database of its own on the server of `admin_conninfo`, dropped by the destructor.
+class scratch_database {
+public:
+    explicit scratch_database(const std::string& admin_conninfo)
+        : admin_(key_value_conninfo(admin_conninfo)),
+          name_("seqinbox_bench_" + std::to_string(::getpid()) + "_" +
+                std::to_string(std::chrono::system_clock::now().time_since_epoch().count())) {
+        soci::session admin(soci::postgresql, admin_);
+        admin << "CREATE DATABASE " + name_;
+    }
+
+    scratch_database(const scratch_database&) = delete;
+    scratch_database& operator=(const scratch_database&) = delete;
+
+    ~scratch_database() {
+        try {
+            soci::session admin(soci::postgresql, admin_);
+            admin << "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)";
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "bench_postgres: could not drop database %s: %s\n", name_.c_str(), e.what());
+        }
+    }
+
+    std::string conninfo(bool with_password = true) const { return key_value_conninfo(admin_, name_, with_password); }
+    const std::string& admin_conninfo() const noexcept { return admin_; }
+
+private:
+    std::string admin_;
+    std::string name_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Round trips per step: a store decorator for the breakdown run (one thread only)
+// ---------------------------------------------------------------------------------------------
+
+/// What the store calls of one step cost in total.
+struct step_cost {
+    std::uint64_t round_trips = 0;
+    double seconds = 0;  ///< wall time inside the calls: client, network and server
+};
+
+/// Forwards to a postgresql::store and adds what each call cost to the step named after it:
+/// "t1_<op>" in the claim transaction, "t2_<op>" in a transaction begun while another is open
+/// (a requires_new step).
+class traced_store {
+public:
+    class transaction;
+
+    explicit traced_store(pg::store& inner) : inner_(&inner) {}
+
+    transaction begin();
+
+    seqinbox::sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
+                                                       seqinbox::timestamp created_at, seqinbox::timestamp retain_until) {
+        return counted("create_or_get_instance",
+                       [&] { return inner_->create_or_get_instance(sequence, context_id, created_at, retain_until); });
+    }
+
+    const std::map<std::string, step_cost>& steps() const noexcept { return steps_; }
+
+    template <class Call>
+    std::invoke_result_t<Call> counted(const std::string& step, Call&& call) {
+        struct add_on_exit {
+            traced_store& self;
+            const std::string& step;
+            std::uint64_t round_trips = self.inner_->statistics().round_trips;
+            clock_type::time_point started = clock_type::now();
+            ~add_on_exit() {
+                step_cost& cost = self.steps_[step];
+                cost.seconds += seconds_since(started);
+                cost.round_trips += self.inner_->statistics().round_trips - round_trips;
+            }
+        } add{*this, step};
+        return call();
+    }
+
+private:
+    pg::store* inner_;
+    std::map<std::string, step_cost> steps_;
+    int open_ = 0;
+};
+
+class traced_store::transaction {
+public:
+    bool insert_claim(const seqinbox::claim_key& key, seqinbox::instance_id instance, seqinbox::timestamp now) {
+        return traced("insert_claim", [&] { return inner().insert_claim(key, instance, now); });
+    }
+    void delete_claim(const seqinbox::claim_key& key) {
+        traced("delete_claim", [&] { inner().delete_claim(key); });
+    }
+    std::vector<seqinbox::message_record> find_messages(const seqinbox::claim_key& key) {
+        return traced("find_messages", [&] { return inner().find_messages(key); });
+    }
+    seqinbox::sequence_instance lock_instance(seqinbox::instance_id instance) {
+        return traced("lock_instance", [&] { return inner().lock_instance(instance); });
+    }
+    seqinbox::types_by_state message_types(seqinbox::instance_id instance) {
+        return traced("message_types", [&] { return inner().message_types(instance); });
+    }
+    std::vector<seqinbox::message_record> waiting_messages(seqinbox::instance_id instance,
+                                                           std::span<const std::string> types) {
+        return traced("waiting_messages", [&] { return inner().waiting_messages(instance, types); });
+    }
+    void insert_message(const seqinbox::message_record& row) {
+        traced("insert_message", [&] { inner().insert_message(row); });
+    }
+    void update_message_state(seqinbox::message_id id, seqinbox::message_state state, seqinbox::timestamp now) {
+        traced("update_message_state", [&] { inner().update_message_state(id, state, now); });
+    }
+    void close_instance(seqinbox::instance_id instance, seqinbox::timestamp now) {
+        traced("close_instance", [&] { inner().close_instance(instance, now); });
+    }
+    pg::store::savepoint_id savepoint() {
+        return traced("savepoint", [&] { return inner().savepoint(); });
+    }
+    void rollback_to(pg::store::savepoint_id point) {
+        traced("rollback_to", [&] { inner().rollback_to(point); });
+    }
+    void commit() {
+        traced("commit", [&] { inner().commit(); });
+    }
+    void rollback() {
+        traced("rollback", [&] { inner().rollback(); });
+    }
+
+private:
+    friend class traced_store;
+
+    /// The wrapped transaction; its end (a rollback when neither commit() nor rollback() ran)
+    /// is counted as "<label>_end".
+    struct state {
+        traced_store* owner;
+        std::string label;
+        std::optional<pg::store::transaction> inner;
+        ~state() {
+            owner->counted(label + "_end", [this] { inner.reset(); });
+            --owner->open_;
+        }
+    };
+
+    explicit transaction(std::unique_ptr<state> s) : state_(std::move(s)) {}
+
+    pg::store::transaction& inner() { return *state_->inner; }
+
+    template <class Call>
+    std::invoke_result_t<Call> traced(const char* op, Call&& call) {
+        return state_->owner->counted(state_->label + "_" + op, std::forward<Call>(call));
+    }
+
+    std::unique_ptr<state> state_;
+};
+
+traced_store::transaction traced_store::begin() {
+    const std::string label = open_ > 0 ? "t2" : "t1";
+    ++open_;  // the state's destructor takes it back, also when begin() fails
+    std::unique_ptr<transaction::state> s(new transaction::state{this, label, std::nullopt});
+    counted(label + "_begin", [&] { s->inner.emplace(inner_->begin()); });
+    return transaction(std::move(s));
+}
+
+static_assert(seqinbox::store<traced_store>);
+
+// ---------------------------------------------------------------------------------------------
+// The inbox workload
+// ---------------------------------------------------------------------------------------------
+
+const std::string bench_sequence = "BenchSequence";
+const std::vector<std::string> chain_types = {"BenchCreated", "BenchValidated", "BenchShipped"};
+
+/// chain_types[0] has no condition; chain_types[i] is released after chain_types[i-1].
+seqinbox::declarations<std::string> chain_declarations() {
+    seqinbox::sequence_declaration<std::string> seq;
+    seq.name = bench_sequence;
+    seq.retention = std::chrono::hours(24);
+    for (std::size_t i = 0; i < chain_types.size(); ++i)
+        seq.messages.push_back(seqinbox::testing::declare(
+            chain_types[i], i == 0 ? seqinbox::condition{} : seqinbox::after(chain_types[i - 1])));
+    seqinbox::declarations<std::string> d;
+    d.sequences.push_back(std::move(seq));
+    return d;
+}
+
+/// What a worker did; subtracting two tallies gives what it did in between.
+struct tally {
+    std::size_t contexts = 0;
+    std::size_t deliveries = 0;
+    std::size_t not_processed = 0;
+    std::size_t listener_calls = 0;
+
+    tally& operator+=(const tally& t) {
+        contexts += t.contexts;
+        deliveries += t.deliveries;
+        not_processed += t.not_processed;
+        listener_calls += t.listener_calls;
+        return *this;
+    }
+    friend tally operator-(tally a, const tally& b) {
+        a.contexts -= b.contexts;
+        a.deliveries -= b.deliveries;
+        a.not_processed -= b.not_processed;
+        a.listener_calls -= b.listener_calls;
+        return a;
+    }
+};
+
+/// One inbox (one service instance) delivering whole contexts, in declared order, on one thread.
+template <class Store>
+class worker {
+public:
+    using inbox_type = seqinbox::basic_inbox<Store, seqinbox::memory::source, seqinbox::memory::error_sink>;
+
+    worker(Store& store, std::string prefix)
+        : inbox_(store, source_, sink_, chain_declarations()), prefix_(std::move(prefix)) {
+        for (const auto& type : chain_types)
+            inbox_.on(type, [this](const std::string&, const typename inbox_type::context&) { ++done_.listener_calls; });
+    }
+
+    worker(const worker&) = delete;
+    worker& operator=(const worker&) = delete;
+
+    void deliver_next_context() {
+        const std::string context = prefix_ + "-" + std::to_string(done_.contexts++);
+        for (const auto& type : chain_types) {
+            const auto result = inbox_.deliver(seqinbox::testing::record(type, context + "-" + type, context));
+            ++done_.deliveries;
+            if (result.outcome != seqinbox::outcome::processed) ++done_.not_processed;
+        }
+    }
+
+    const tally& done() const noexcept { return done_; }
+    std::size_t error_sink_size() const { return sink_.size(); }
+
+private:
+    seqinbox::memory::source source_;
+    seqinbox::memory::error_sink sink_;
+    inbox_type inbox_;
+    std::string prefix_;
+    tally done_;
+};
+
+/// When a worker stops: at a deadline, or after a number of contexts.
+struct stop_rule {
+    std::optional<clock_type::time_point> deadline;
+    std::size_t contexts = 0;
+
+    bool reached(std::size_t contexts_done) const {
+        return deadline ? clock_type::now() >= *deadline : contexts_done >= contexts;
+    }
+};
+
+struct run_result {
+    tally done;
+    double seconds = 0;
+    std::uint64_t round_trips = 0;
+
+    double deliveries_per_s() const { return static_cast<double>(done.deliveries) / seconds; }
+};
+
+template <class Store>
+using workers = std::vector<std::unique_ptr<worker<Store>>>;
+
+template <class Store>
+workers<Store> make_workers(Store& store, std::size_t threads, const std::string& run_name) {
+    workers<Store> w;
+    for (std::size_t i = 0; i < threads; ++i)
+        w.push_back(std::make_unique<worker<Store>>(store, run_name + "-t" + std::to_string(i)));
+    return w;
+}
+
+template <class Store>
+tally total_of(const workers<Store>& w) {
+    tally t;
+    for (const auto& one : w) t += one->done();
+    return t;
+}
+
+/// Runs every worker on a thread of its own until `stop`; rethrows the first failure.
+template <class Store>
+void run_until(workers<Store>& w, const stop_rule& stop) {
+    std::vector<std::exception_ptr> failures(w.size());
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < w.size(); ++i)
+        threads.emplace_back([&, i] {
+            try {
+                const std::size_t start = w[i]->done().contexts;
+                while (!stop.reached(w[i]->done().contexts - start)) w[i]->deliver_next_context();
+            } catch (...) {
+                failures[i] = std::current_exception();
+            }
+        });
+    threads.clear();  // joins
+    for (const auto& f : failures)
+        if (f) std::rethrow_exception(f);
+}
+
+/// Per worker: how many contexts it delivers in a run of `deliveries` (0: until `seconds`).
+stop_rule stop_after(const options& o, std::size_t threads) {
+    if (o.deliveries == 0) return {clock_type::now() + std::chrono::seconds(o.seconds), 0};
+    const std::size_t per_thread = (o.deliveries + threads - 1) / threads;
+    return {std::nullopt, std::max<std::size_t>(1, (per_thread + chain_types.size() - 1) / chain_types.size())};
+}
+
+constexpr std::size_t warmup_contexts = 20;  // per worker: connections opened, statements prepared
+
+/// Warms the workers up, then measures `threads` of them delivering until the stop rule.
+/// `total` accumulates everything delivered, warm-up included, for the final verification.
+run_result measure_inbox(pg::store& store, std::size_t threads, const std::string& run_name, const options& o,
+                         tally& total) {
+    auto w = make_workers(store, threads, run_name);
+    run_until(w, stop_rule{std::nullopt, warmup_contexts});
+    const tally before = total_of(w);
+    const std::uint64_t round_trips_before = store.statistics().round_trips;
+    const auto started = clock_type::now();
+    run_until(w, stop_after(o, threads));
+    run_result r;
+    r.seconds = seconds_since(started);
+    r.round_trips = store.statistics().round_trips - round_trips_before;
+    r.done = total_of(w) - before;
+    for (const auto& one : w) require(one->error_sink_size() == 0, run_name + ": the error sink is not empty");
+    total += total_of(w);
+    return r;
+}
+
+/// Runs `contexts` contexts on one thread through a traced store and prints, per delivery and
+/// per store call, the round trips (rt_<step>) and the microseconds spent in it (us_<step>), then
+/// the time spent outside the store (engine, listener, pool waits excluded: one thread).
+void print_breakdown(pg::store& store, std::size_t contexts, tally& total) {
+    traced_store traced(store);
+    worker<traced_store> one(traced, "trace");
+    const auto started = clock_type::now();
+    for (std::size_t i = 0; i < contexts; ++i) one.deliver_next_context();
+    const double elapsed = seconds_since(started);
+    require(one.error_sink_size() == 0, "breakdown: the error sink is not empty");
+    total += one.done();
+    const auto deliveries = static_cast<double>(one.done().deliveries);
+    double inside = 0;
+    for (const auto& [step, cost] : traced.steps()) {
+        print("rt_" + step, static_cast<double>(cost.round_trips) / deliveries);
+        print("us_" + step, cost.seconds * 1e6 / deliveries);
+        inside += cost.seconds;
+    }
+    print("us_outside_store", (elapsed - inside) * 1e6 / deliveries);
+    print("us_per_delivery", elapsed * 1e6 / deliveries);
+}
+
+void require_all_processed(const run_result& r, const std::string& run_name) {
+    require(r.done.deliveries > 0, run_name + ": no delivery was made");
+    require(r.done.not_processed == 0,
+            run_name + ": " + std::to_string(r.done.not_processed) + " deliveries were not processed at once");
+    require(r.done.listener_calls == r.done.deliveries, run_name + ": " + std::to_string(r.done.listener_calls) +
+                                                            " listener calls for " + std::to_string(r.done.deliveries) +
+                                                            " deliveries");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pgbench baseline
+// ---------------------------------------------------------------------------------------------
+
+const std::string pgbench_sequence = "PgbenchSequence";
+const std::string pgbench_type = "PgbenchType";
+constexpr int pgbench_instances = 1000;
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string pgbench_program() {
+    const char* dir = std::getenv("SEQINBOX_PG_BIN");
+    const std::filesystem::path debian = "/usr/lib/postgresql/15/bin/pgbench";
+    if (dir != nullptr) return (std::filesystem::path(dir) / "pgbench").string();
+    return std::filesystem::exists(debian) ? debian.string() : "pgbench";
+}
+
+/// The pgbench script of one delivery's minimal SQL, in a temporary file removed by the destructor.
+/// Claims reference instances created beforehand (ids first..last); ids are random per transaction.
+class pgbench_script {
+public:
+    explicit pgbench_script(soci::session& db) : path_(unique_path()) {
+        db << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+              " SELECT :name, 'ctx' || g, 'OPEN', now(), now() + interval '1 day'"
+              " FROM generate_series(1, " + std::to_string(pgbench_instances) + ") AS g",
+            soci::use(pgbench_sequence);
+        db << "SELECT min(id), max(id) FROM sequence_instance WHERE name = :name", soci::use(pgbench_sequence),
+            soci::into(first_), soci::into(last_);
+        std::ofstream(path_) << text();
+    }
+
+    pgbench_script(const pgbench_script&) = delete;
+    pgbench_script& operator=(const pgbench_script&) = delete;
+
+    ~pgbench_script() {
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+    }
+
+    /// The pgbench arguments that run this script.
+    std::string arguments() const {
+        return "-f " + shell_quote(path_.string()) + " -D first_instance=" + std::to_string(first_) +
+               " -D last_instance=" + std::to_string(last_);
+    }
+
+private:
+    static std::filesystem::path unique_path() {
+        return std::filesystem::temp_directory_path() /
+               ("seqinbox-bench-" + std::to_string(::getpid()) + "-pgbench.sql");
+    }
+
+    static std::string text() {
+        const std::string id = "CAST(:client_id AS text) || '-' || CAST(:n AS text)";
+        return "\\set instance random(:first_instance, :last_instance)\n"
+               "\\set n random(1, 9223372036854775806)\n"
+               "BEGIN;\n"
+               "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+               " VALUES ('" + pgbench_type + "', " + id + ", :instance, now())"
+               " ON CONFLICT (message_type, idempotence_id) DO NOTHING;\n"
+               "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
+               " state_changed_at) VALUES (:instance, '" + pgbench_type + "', " + id + ", 'PROCESSED', now(), now());\n"
+               "END;\n";
+    }
+
+    std::filesystem::path path_;
+    long long first_ = 0;
+    long long last_ = 0;
+};
+
+std::string run_command(const std::string& command) {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+    if (!pipe) throw std::runtime_error("cannot run " + command);
+    std::string output;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) output.append(buffer, n);
+    const int status = ::pclose(pipe.release());
+    if (status != 0) throw check_failed("pgbench failed (status " + std::to_string(status) + "):\n" + output);
+    return output;
+}
+
+double number_after(const std::string& output, const std::string& label) {
+    std::smatch m;
+    if (!std::regex_search(output, m, std::regex(label + " *([0-9.]+)")))
+        throw check_failed("no '" + label + "' in the pgbench output:\n" + output);
+    return std::stod(m[1].str());
+}
+
+/// Transactions per second of pgbench with `clients` clients (as many threads) on the script.
+double measure_pgbench(const scratch_database& db, const pgbench_script& script, std::size_t clients,
+                       const options& o) {
+    const std::string n = std::to_string(clients);
+    const std::string length = o.deliveries == 0 ? "-T " + std::to_string(o.seconds)
+                                                 : "-t " + std::to_string((o.deliveries + clients - 1) / clients);
+    if (const auto password = password_of(db.admin_conninfo())) ::setenv("PGPASSWORD", password->c_str(), 1);
+    const std::string output = run_command(shell_quote(pgbench_program()) + " -n -M prepared " + script.arguments() +
+                                           " -c " + n + " -j " + n + " " + length + " " +
+                                           shell_quote(db.conninfo(false)) + " 2>&1");
+    if (output.find("number of failed transactions") != std::string::npos)
+        require(number_after(output, "number of failed transactions:") == 0, "pgbench transactions failed:\n" + output);
+    return number_after(output, "tps =");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification of the committed state
+// ---------------------------------------------------------------------------------------------
+
+std::string bench_types_sql() {
+    std::string list;
+    for (const auto& type : chain_types) list += (list.empty() ? "'" : ", '") + type + "'";
+    return "(" + list + ")";
+}
+
+void require_count(soci::session& db, const std::string& what, const std::string& query, std::size_t expected) {
+    const long long n = count(db, query);
+    require(n == static_cast<long long>(expected),
+            what + ": " + std::to_string(n) + " instead of " + std::to_string(expected));
+}
+
+/// Everything the inbox delivered is PROCESSED once, claimed once, and every instance CLOSED.
+void verify_committed_state(soci::session& db, const tally& total) {
+    const std::string types = bench_types_sql();
+    require_count(db, "PROCESSED rows",
+                  "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED' AND message_type IN " + types,
+                  total.deliveries);
+    require_count(db, "rows not PROCESSED",
+                  "SELECT count(*) FROM sequenced_message WHERE state <> 'PROCESSED' AND message_type IN " + types, 0);
+    require_count(db, "distinct stored messages",
+                  "SELECT count(DISTINCT (message_type, idempotence_id)) FROM sequenced_message WHERE message_type IN " +
+                      types,
+                  total.deliveries);
+    require_count(db, "claims", "SELECT count(*) FROM sequential_inbox_idempotence WHERE message_type IN " + types,
+                  total.deliveries);
+    require_count(db, "instances", "SELECT count(*) FROM sequence_instance WHERE name = '" + bench_sequence + "'",
+                  total.contexts);
+    require_count(db, "CLOSED instances",
+                  "SELECT count(*) FROM sequence_instance WHERE state = 'CLOSED' AND name = '" + bench_sequence + "'",
+                  total.contexts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------------------------
+
+pg::store_options store_options_for(const scratch_database& db) {
+    pg::store_options s;
+    s.conninfo = db.conninfo();
+    s.pool_size = 8;  // two per thread of the 4-thread run
+    return s;
+}
+
+/// `o.rounds` rounds of the inbox with `threads` threads, each followed by pgbench with as many
+/// clients. Prints each side's best round (the machine is shared and noisy) and their ratio;
+/// returns the round trips per delivery over all rounds.
+double compare(pg::store& store, const scratch_database& db, const pgbench_script& script, std::size_t threads,
+               const options& o, tally& total) {
+    const std::string suffix = std::to_string(threads);
+    run_result best;
+    double best_tps = 0;
+    tally delivered;
+    std::uint64_t round_trips = 0;
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+        const std::string name = "run" + suffix + "r" + std::to_string(round);
+        const run_result inbox = measure_inbox(store, threads, name, o, total);
+        require_all_processed(inbox, name);
+        if (round == 0 || inbox.deliveries_per_s() > best.deliveries_per_s()) best = inbox;
+        delivered += inbox.done;
+        round_trips += inbox.round_trips;
+        best_tps = std::max(best_tps, measure_pgbench(db, script, threads, o));
+    }
+    print("deliveries_" + suffix, static_cast<double>(best.done.deliveries));
+    print("seconds_" + suffix, best.seconds);
+    print("deliveries_per_s_" + suffix, best.deliveries_per_s());
+    print("pgbench_tps_" + suffix, best_tps);
+    print("inbox_vs_pgbench_" + suffix, best.deliveries_per_s() / best_tps);
+    return static_cast<double>(round_trips) / static_cast<double>(delivered.deliveries);
+}
+
+void run(const options& o) {
+    std::optional<seqinbox::test::pg_server> server;
+    if (o.throwaway_server) server.emplace();
+    const scratch_database db(server ? server->conninfo() : o.conninfo);
+    pg::migrate(db.conninfo());
+    soci::session session(soci::postgresql, db.conninfo());
+    const pgbench_script script(session);
+    tally total;
+    {
+        pg::store store(store_options_for(db));
+        print("rounds", static_cast<double>(o.rounds));
+        print("round_trips_per_delivery", compare(store, db, script, 1, o, total));
+        print_breakdown(store, o.quick ? 5 : 300, total);
+        print("round_trips_per_delivery_4", compare(store, db, script, 4, o, total));
+        print("pgbench_round_trips_per_transaction", 4);  // BEGIN, two INSERTs, END
+    }
+    verify_committed_state(session, total);
+    print("verified_deliveries", static_cast<double>(total.deliveries));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        run(parse_options(argc, argv));
+        return 0;
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "bench_postgres: %s\n%s", e.what(), usage);
+        return 2;
+    } catch (const check_failed& e) {
+        std::fprintf(stderr, "bench_postgres: check failed: %s\n", e.what());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_postgres: %s\n", e.what());
+    }
+    return 1;
+}
