@@ -14,7 +14,7 @@ set(SEQINBOX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/seqinbox"
 set(SEQINBOX_INSTALL_SCHEMADIR "${CMAKE_INSTALL_DATADIR}/seqinbox/schema"
   CACHE STRING "Where schema/*.sql is installed (relative to the prefix)")
 
-# Imported target a component links to -> arguments of find_dependency() in seqinboxConfig.cmake.
+# Imported target a component links to -> arguments of find_package() in seqinboxConfig.cmake.
 # One line per external package; e.g. for the compiled components to come:
 #   SOCI::soci_core "SOCI CONFIG", PostgreSQL::PostgreSQL "PostgreSQL",
 #   RdKafka::rdkafka++ "RdKafka CONFIG", yaml-cpp::yaml-cpp "yaml-cpp CONFIG".
@@ -23,7 +23,22 @@ set(_seqinbox_package_of_Threads::Threads "Threads")
 set(_seqinbox_package_of_yaml-cpp "yaml-cpp CONFIG")  # Debian's yaml-cpp 0.7 names its target yaml-cpp
 set(_seqinbox_package_of_SOCI::soci_postgresql "SOCI")  # cmake/FindSOCI.cmake; links SOCI::soci_core
 
-# seqinbox components (out_components) and find_dependency() argument strings (out_packages)
+# A package found through one of our find modules (cmake/Find<name>.cmake) needs that module at
+# the consumer too: it is installed beside the config, in modules/, and seqinboxConfig.cmake puts
+# that directory on CMAKE_MODULE_PATH only while it looks for its dependencies.
+function(_seqinbox_find_modules_of packages out)
+  set(modules "")
+  foreach(package IN LISTS packages)
+    separate_arguments(args UNIX_COMMAND "${package}")
+    list(GET args 0 name)
+    if(EXISTS "${PROJECT_SOURCE_DIR}/cmake/Find${name}.cmake")
+      list(APPEND modules "${PROJECT_SOURCE_DIR}/cmake/Find${name}.cmake")
+    endif()
+  endforeach()
+  set(${out} "${modules}" PARENT_SCOPE)
+endfunction()
+
+# seqinbox components (out_components) and find_package() argument strings (out_packages)
 # the installed target of component `name` needs. Private dependencies of static libraries
 # appear as $<LINK_ONLY:...> and are needed too; other build-only entries are skipped.
 function(_seqinbox_component_requirements name out_components out_packages)
@@ -80,6 +95,7 @@ endif()
 # Component table for seqinboxConfig.cmake; components are listed dependencies first so the
 # config can load them in this order.
 set(_seqinbox_ordered "")
+set(_seqinbox_modules "")
 set(_seqinbox_pending ${_seqinbox_components})
 while(_seqinbox_pending)
   set(_seqinbox_progress FALSE)
@@ -98,6 +114,8 @@ while(_seqinbox_pending)
       string(APPEND SEQINBOX_CONFIG_COMPONENT_TABLE
         "set(_seqinbox_${_seqinbox_c}_components \"${_seqinbox_deps}\")\n"
         "set(_seqinbox_${_seqinbox_c}_packages \"${_seqinbox_pkgs}\")\n")
+      _seqinbox_find_modules_of("${_seqinbox_pkgs}" _seqinbox_modules_of_c)
+      list(APPEND _seqinbox_modules ${_seqinbox_modules_of_c})
     endif()
   endforeach()
   if(NOT _seqinbox_progress)
@@ -105,6 +123,10 @@ while(_seqinbox_pending)
   endif()
 endwhile()
 set(SEQINBOX_CONFIG_COMPONENTS "${_seqinbox_ordered}")
+list(REMOVE_DUPLICATES _seqinbox_modules)
+if(_seqinbox_modules)
+  install(FILES ${_seqinbox_modules} DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}/modules)
+endif()
 
 foreach(_seqinbox_c IN LISTS _seqinbox_components)
   install(TARGETS seqinbox_${_seqinbox_c} EXPORT seqinboxTargets-${_seqinbox_c}
@@ -144,6 +166,6 @@ install(FILES
   "${PROJECT_BINARY_DIR}/seqinboxConfigVersion.cmake"
   DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR})
 
-foreach(_seqinbox_v IN ITEMS components ordered pending progress c deps pkgs ready d dir schema v)
+foreach(_seqinbox_v IN ITEMS components ordered modules modules_of_c pending progress c deps pkgs ready d dir schema v)
   unset(_seqinbox_${_seqinbox_v})
 endforeach()

@@ -45,24 +45,46 @@ if(CONFIG)
   list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${CONFIG}")
 endif()
 
-# 1. Install, then build and run the consumer with COMPONENTS memory.
+# run_program(<name>): runs the consumer program <name> built in ${WORK_DIR}/build.
+function(run_program name)
+  file(READ "${WORK_DIR}/build/${name}-${CONFIG}.path" program)
+  step(run_${name} EXPECT_OK COMMAND "${program}")
+  message(STATUS "[run_${name}] ${step_output}")
+endfunction()
+
+# 1. Install, then build and run the consumer with COMPONENTS memory, plus postgresql when this
+#    build has it (it needs SOCI): a second program links seqinbox::postgresql alone.
 step(install EXPECT_OK COMMAND "${CMAKE_COMMAND}" --install "${BINARY_DIR}" --prefix "${prefix}" --config "${CONFIG}")
 file(GLOB_RECURSE config_files "${prefix}/*/seqinboxConfig.cmake" "${prefix}/*/seqinboxConfigVersion.cmake")
 list(LENGTH config_files n)
 if(NOT n EQUAL 2 OR NOT EXISTS "${prefix}/include/seqinbox/error.hpp")
   message(FATAL_ERROR "install: config files or headers missing under ${prefix}:\n${step_output}")
 endif()
+file(GLOB_RECURSE config_file "${prefix}/*/seqinboxConfig.cmake")
+get_filename_component(config_dir "${config_file}" DIRECTORY)
+file(STRINGS "${config_file}" available REGEX "^set\\(seqinbox_AVAILABLE_COMPONENTS ")
+set(with_postgresql OFF)
+if(available MATCHES "[\";]postgresql[\";]")
+  set(with_postgresql ON)
+  if(NOT EXISTS "${config_dir}/modules/FindSOCI.cmake")
+    message(FATAL_ERROR "install: the postgresql component is installed without modules/FindSOCI.cmake")
+  endif()
+endif()
 
-step(configure EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WORK_DIR}/build" ${configure_args})
+step(configure EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WORK_DIR}/build" ${configure_args}
+  -DSEQINBOX_CONSUMER_POSTGRESQL=${with_postgresql})
 file(STRINGS "${WORK_DIR}/build/CMakeCache.txt" seqinbox_dir REGEX "^seqinbox_DIR:")
 string(FIND "${seqinbox_dir}" "=${prefix}/" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "configure: seqinbox was not found in the install prefix ${prefix}: ${seqinbox_dir}")
 endif()
 step(build EXPECT_OK COMMAND "${CMAKE_COMMAND}" --build "${WORK_DIR}/build" --config "${CONFIG}")
-file(READ "${WORK_DIR}/build/consumer-${CONFIG}.path" program)
-step(run EXPECT_OK COMMAND "${program}")
-message(STATUS "[run] ${step_output}")
+run_program(consumer)
+if(with_postgresql)
+  run_program(consumer_postgresql)
+else()
+  message(STATUS "[run_consumer_postgresql] skipped: this build has no postgresql component")
+endif()
 
 # 2. Only the asked components (and their dependencies) are loaded.
 step(probe_core EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WORK_DIR}/probe-core"
@@ -70,6 +92,21 @@ step(probe_core EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WO
 string(FIND "${step_output}" "schema=${prefix}/" at)
 if(NOT step_output MATCHES "probe: found=(1|TRUE) loaded=seqinbox::core schema=" OR at EQUAL -1)
   message(FATAL_ERROR "[probe_core] COMPONENTS core must load seqinbox::core only:\n${step_output}")
+endif()
+
+# The postgresql component loads SOCI through the installed FindSOCI and leaves the caller's
+# CMAKE_MODULE_PATH as it was.
+if(with_postgresql)
+  set(module_path "${WORK_DIR}/consumer-modules")
+  step(probe_postgresql EXPECT_OK COMMAND "${CMAKE_COMMAND}" -S "${source_dir}" -B "${WORK_DIR}/probe-postgresql"
+    ${configure_args} -DSEQINBOX_CONSUMER_PROBE=ON -DSEQINBOX_CONSUMER_COMPONENTS=postgresql
+    "-DCMAKE_MODULE_PATH=${module_path}")
+  string(FIND "${step_output}" "probe: module_path=[${module_path}]" at)
+  if(NOT step_output MATCHES "probe: found=(1|TRUE) loaded=seqinbox::core;seqinbox::postgresql;SOCI::soci_postgresql schema="
+     OR at EQUAL -1)
+    message(FATAL_ERROR "[probe_postgresql] COMPONENTS postgresql must load core, postgresql and SOCI, "
+      "and keep CMAKE_MODULE_PATH:\n${step_output}")
+  endif()
 endif()
 
 # 3. An unknown component: not found (and nothing loaded) without REQUIRED, an error with it.
