@@ -525,6 +525,42 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(bad_messages_are_rejected_to_the_error_sink, Backe
     BOOST_TEST(conf::instance_state_of(b, "o1", "CheckSequence") == "CLOSED");
 }
 
+/// Keys with quotes, backslashes and SQL text are stored and matched exactly; keys a store cannot
+/// keep as text (NUL, invalid UTF-8, over max_key_bytes) are rejected with the reason, nothing stored.
+BOOST_AUTO_TEST_CASE_TEMPLATE(keys_are_stored_exactly_or_rejected, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    const std::string tricky = "o'1\\\"; DROP TABLE sequence_instance; --\xC3\xA9";
+    const std::string longest(si::max_key_bytes, 'k');
+    expect_outcome(h.deliver("OrderCreated", tricky, tricky), outcome::processed);
+    expect_outcome(h.deliver("OrderCreated", tricky, tricky), outcome::duplicate);
+    expect_outcome(h.deliver("OrderValidated", longest, tricky), outcome::processed);
+    expect_outcome(h.deliver("OrderValidated", longest, tricky), outcome::duplicate);
+    expect_rows(b, "OrderCreated", tricky, {"PROCESSED"});
+    expect_rows(b, "OrderValidated", longest, {"PROCESSED"});
+    BOOST_TEST(conf::instance_state_of(b, tricky) == "OPEN");
+
+    const std::string nul("c\0d", 3), invalid = "c\xFF", surrogate = "c\xED\xA0\x80", too_long = longest + "k";
+    const std::pair<std::string, std::string> bad_keys[] = {
+        {nul, "NUL byte"}, {invalid, "not valid UTF-8"}, {surrogate, "not valid UTF-8"}, {too_long, "1025 bytes"}};
+    for (const auto& [key, why] : bad_keys) {
+        const auto before = b.error_sink.size();
+        expect_outcome(h.deliver("OrderPrepared", key, "o1"), outcome::rejected);
+        expect_outcome(h.deliver("OrderPrepared", "p1", key), outcome::rejected);
+        BOOST_TEST_REQUIRE(b.error_sink.size() == before + 2);
+        BOOST_TEST(conf::contains(b.error_sink.records()[before].reason, "idempotence id"), b.error_sink.records()[before].reason);
+        BOOST_TEST(conf::contains(b.error_sink.records()[before + 1].reason, "context id"), b.error_sink.records()[before + 1].reason);
+        BOOST_TEST(conf::contains(b.error_sink.records()[before].reason, why), b.error_sink.records()[before].reason);
+    }
+    auto bad_header = si::testing::record("OrderPrepared", "p2", "o1");
+    bad_header.headers.push_back({invalid, "x"});
+    expect_outcome(h.deliver(bad_header), outcome::rejected);
+    BOOST_TEST(conf::contains(b.error_sink.records().back().reason, "header name"), b.error_sink.records().back().reason);
+    BOOST_TEST(b.messages().size() == 2u);
+    BOOST_TEST(b.instances().size() == 1u);
+    expect_calls(h.log, {"OrderCreated/" + tricky, "OrderValidated/" + longest});
+}
+
 // ---- failures and retries ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(direct_failure_is_retried_on_the_same_row, Backend, backends) {
