@@ -194,12 +194,12 @@ public:
             return;
         }
         begin_if_needed();
-        flush();
         if (aborted_ || in_failed_transaction()) {
             end_quietly();
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
+        flush();
         guarded("committing", [](detail::connection& c) { c.session().commit(); });
         finish();
     }

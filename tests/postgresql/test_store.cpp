@@ -1,0 +1,234 @@
+// seqinbox::postgresql::store below the engine: session settings, the pool (exhaustion, lost
+// connections replaced), deferred writes and what commit() reports, savepoints, and the round
+// trips of a steady-state delivery.
+#define BOOST_TEST_MODULE seqinbox postgresql store
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "pg_test_support.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "support/world.hpp"
+#include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/source.hpp"
+
+namespace pg = seqinbox::postgresql;
+namespace si = seqinbox;
+using seqinbox::test::count;
+using seqinbox::test::pg_server;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct store_fixture {
+    store_fixture() : conninfo(pg_server::shared().create_database()) { pg::migrate(conninfo); }
+
+    pg::store_options options(std::size_t pool_size = 4) const {
+        pg::store_options o;
+        o.conninfo = conninfo;
+        o.pool_size = pool_size;
+        return o;
+    }
+
+    si::sequence_instance instance(pg::store& store, const std::string& context_id = "o-1") const {
+        const auto now = std::chrono::system_clock::now();
+        return store.create_or_get_instance("OrderSequence", context_id, now, now + 24h);
+    }
+
+    si::message_record row(si::instance_id instance, const std::string& id) const {
+        si::message_record r;
+        r.instance = instance;
+        r.type = "OrderCreated";
+        r.idempotence_id = id;
+        r.state = si::message_state::processed;
+        return r;
+    }
+
+    long long rows(const std::string& where = "TRUE") const {
+        soci::session s(soci::postgresql, conninfo);
+        return count(s, "SELECT count(*) FROM sequenced_message WHERE " + where);
+    }
+
+    std::string setting(pg::store::transaction& tx, const std::string& name) const {
+        std::string value;
+        tx.session() << "SELECT current_setting(:n)", soci::use(name), soci::into(value);
+        return value;
+    }
+
+    std::string conninfo;
+};
+
+std::uint64_t round_trips(const pg::store& store) { return store.statistics().round_trips; }
+
+void terminate_backend_of(pg::store::transaction& tx, const std::string& conninfo) {
+    int pid = 0;
+    tx.session() << "SELECT pg_backend_pid()", soci::into(pid);
+    soci::session admin(soci::postgresql, conninfo);
+    int done = 0;
+    admin << "SELECT CAST(pg_terminate_backend(:pid) AS integer)", soci::use(pid), soci::into(done);
+    BOOST_TEST_REQUIRE(done == 1);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(postgresql_store, store_fixture)
+
+BOOST_AUTO_TEST_CASE(connections_carry_the_configured_timeouts) {
+    auto o = options();
+    o.idle_in_transaction_timeout = 42s;
+    o.lock_timeout = 1500ms;
+    pg::store store(o);
+    auto tx = store.begin();
+    BOOST_TEST(setting(tx, "idle_in_transaction_session_timeout") == "42s");
+    BOOST_TEST(setting(tx, "lock_timeout") == "1500ms");
+    BOOST_TEST(setting(tx, "TimeZone") == "UTC");
+
+    o.idle_in_transaction_timeout = -1s;  // keep the server's setting
+    pg::store defaults(o);
+    auto other = defaults.begin();
+    BOOST_TEST(setting(other, "idle_in_transaction_session_timeout") == "0");
+}
+
+BOOST_AUTO_TEST_CASE(an_abandoned_claim_transaction_ends_after_the_idle_timeout) {
+    auto o = options();
+    o.idle_in_transaction_timeout = 1s;
+    pg::store store(o);
+    const auto inst = instance(store);
+    auto stuck = store.begin();
+    BOOST_TEST(stuck.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    std::this_thread::sleep_for(1500ms);  // the server ends the idle transaction on its own
+
+    auto next = store.begin();
+    BOOST_TEST(next.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));  // the claim was released
+    next.commit();
+    try {
+        stuck.find_messages({"OrderCreated", "m-1"});
+        BOOST_FAIL("a statement on a timed-out session succeeded");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "connection", e.what());
+    }
+    BOOST_TEST(!stuck.active());
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_connection_is_reported_and_replaced) {
+    pg::store store(options(1));
+    const auto inst = instance(store);
+    {
+        auto tx = store.begin();
+        BOOST_TEST(tx.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+        terminate_backend_of(tx, conninfo);
+        try {
+            tx.find_messages({"OrderCreated", "m-1"});
+            BOOST_FAIL("a statement on a terminated backend succeeded");
+        } catch (const si::error& e) {
+            BOOST_TEST(to_string(e.category()) == "connection");
+            BOOST_TEST(std::string(e.what()).find("connection to PostgreSQL was lost") != std::string::npos, e.what());
+        }
+        BOOST_TEST(!tx.active());
+    }
+    BOOST_TEST(store.statistics().connections_replaced == 1u);
+    auto again = store.begin();  // the pool of one opened a fresh connection
+    BOOST_TEST(again.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    again.commit();
+    BOOST_TEST(store.statistics().connections_opened == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(an_exhausted_pool_gives_a_retryable_error_naming_the_setting) {
+    auto o = options(1);
+    o.acquire_timeout = 100ms;
+    pg::store store(o);
+    auto held = store.begin();
+    try {
+        auto second = store.begin();
+        BOOST_FAIL("begin() succeeded with every connection leased");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "retryable");
+        BOOST_TEST(std::string(e.what()).find("pool_size") != std::string::npos, e.what());
+    }
+    held.rollback();  // ending a transaction returns its connection at once
+    auto third = store.begin();
+    BOOST_TEST(third.active());
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_write_commits_in_one_round_trip) {
+    pg::store store(options());
+    const auto inst = instance(store);
+    { auto warm = store.begin(); warm.insert_message(row(inst.id, "warm-up")); warm.commit(); }
+    const auto before = round_trips(store);
+    auto tx = store.begin();
+    tx.insert_message(row(inst.id, "m-1"));
+    BOOST_TEST(rows("idempotence_id = 'm-1'") == 0);  // deferred until commit
+    tx.commit();
+    BOOST_TEST(round_trips(store) - before == 1u);
+    BOOST_TEST(rows("idempotence_id = 'm-1'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_deferred_write_fails_the_commit) {
+    pg::store store(options());
+    auto tx = store.begin();
+    tx.insert_message(row(999'999, "m-1"));  // no such instance: the foreign key rejects it
+    BOOST_CHECK_THROW(tx.commit(), si::error);
+    BOOST_TEST(rows() == 0);
+
+    const auto inst = instance(store);
+    auto two = store.begin();
+    two.insert_message(row(inst.id, "m-2"));
+    two.insert_message(row(999'999, "m-3"));
+    BOOST_CHECK_THROW(two.commit(), si::error);
+    BOOST_TEST(rows() == 0);  // both writes went in one transaction
+}
+
+BOOST_AUTO_TEST_CASE(commit_after_a_failed_statement_of_the_listener_throws) {
+    pg::store store(options());
+    const auto inst = instance(store);
+    auto tx = store.begin();
+    BOOST_TEST(tx.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    BOOST_CHECK_THROW(tx.session() << "SELECT no_such_column FROM sequence_instance", soci::soci_error);
+    tx.insert_message(row(inst.id, "m-1"));
+    try {
+        tx.commit();
+        BOOST_FAIL("commit hid the rollback PostgreSQL made");
+    } catch (const si::error& e) {
+        BOOST_TEST(std::string(e.what()).find("nothing was saved") != std::string::npos, e.what());
+    }
+    BOOST_TEST(rows() == 0);
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(rollback_to_a_savepoint_drops_later_writes_sent_or_not) {
+    pg::store store(options());
+    const auto inst = instance(store);
+    auto tx = store.begin();
+    tx.insert_message(row(inst.id, "kept"));
+    const auto point = tx.savepoint();
+    tx.insert_message(row(inst.id, "sent"));
+    BOOST_TEST(tx.find_messages({"OrderCreated", "sent"}).size() == 1u);  // the read sent it
+    tx.insert_message(row(inst.id, "pending"));
+    tx.rollback_to(point);
+    tx.commit();
+    BOOST_TEST(rows("idempotence_id = 'kept'") == 1);
+    BOOST_TEST(rows("idempotence_id IN ('sent', 'pending')") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_direct_delivery_costs_eight_round_trips) {
+    pg::store store(options());
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(
+        store, source, sink, si::testing::order_declarations(), si::decode::header_decoder{}, si::clocks::system_clock{});
+    for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
+    BOOST_TEST(to_string(inbox.deliver(si::testing::record("OrderCreated", "warm", "o-0")).outcome) == "processed");
+
+    const auto before = round_trips(store);
+    BOOST_TEST(to_string(inbox.deliver(si::testing::record("OrderCreated", "c1", "o-1")).outcome) == "processed");
+    // create-or-get instance, BEGIN, claim, find, lock, types, PROCESSED (alone), COMMIT
+    BOOST_TEST(round_trips(store) - before == 8u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
