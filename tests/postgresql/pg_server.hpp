@@ -4,14 +4,18 @@
 // listening on 127.0.0.1 at a free port with its unix socket inside that directory, fsync off.
 // The destructor stops the server and removes the directory.
 //
-// A test process that is killed cannot run its destructor: every server directory records its
-// owner's pid, and the next pg_server removes the servers of owners that no longer exist.
+// A test process that is interrupted (Ctrl-C) or killed cannot run its destructor. A watchdog
+// process started with the server waits for its owner to go away (EOF on a pipe only the owner
+// holds, whatever the cause) and then stops the server and removes the directory; it ignores the
+// terminal's signals. Should the watchdog die too, every server directory records its owner's
+// pid, and the next pg_server removes the servers of owners that no longer exist.
 //
 // Binaries come from SEQINBOX_PG_BIN (environment) or /usr/lib/postgresql/15/bin.
 // Usage: pg_server& server = pg_server::shared(); auto conninfo = server.create_database();
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -54,6 +58,7 @@ public:
                 if (started) break;
                 if (attempt == 3) throw std::runtime_error("pg_server: pg_ctl start failed:\n" + read_log());
             }
+            start_watchdog();
         } catch (...) {
             stop_and_remove();
             throw;
@@ -63,7 +68,10 @@ public:
     pg_server(const pg_server&) = delete;
     pg_server& operator=(const pg_server&) = delete;
 
-    ~pg_server() { stop_and_remove(); }
+    ~pg_server() {
+        stop_and_remove();
+        end_watchdog();
+    }
 
     /// One server per test process, started on first use and stopped at exit.
     static pg_server& shared() {
@@ -75,6 +83,9 @@ public:
 
     /// The server's directory (data, logs, socket, owner.pid).
     const std::filesystem::path& directory() const noexcept { return dir_; }
+
+    /// The process that removes the server when this process dies without cleaning up.
+    pid_t watchdog() const noexcept { return watchdog_; }
 
     /// True while process `pid` exists and is not a zombie (a container's init may never reap
     /// an orphaned postmaster).
@@ -199,6 +210,37 @@ private:
         }
     }
 
+    /// Forks the watchdog and execs a shell at once (nothing else is safe after fork in a
+    /// threaded process): it reads its stdin, the pipe, until EOF, then cleans up.
+    void start_watchdog() {
+        const std::string cleanup = "trap '' INT TERM HUP; cat >/dev/null; " + as_owner(bin("pg_ctl") + " stop -m immediate -D " +
+                                    quote(data_dir())) + " >/dev/null 2>&1; rm -rf " + quote(dir_.string());
+        const char* argv[] = {"/bin/sh", "-c", cleanup.c_str(), nullptr};
+        int channel[2];
+        if (::pipe2(channel, O_CLOEXEC) != 0) throw std::runtime_error("pg_server: pipe2 failed");
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            ::dup2(channel[0], STDIN_FILENO);  // dup2 clears close-on-exec for stdin only
+            ::setpgid(0, 0);                   // out of the terminal's process group: Ctrl-C does not reach it
+            ::execv("/bin/sh", const_cast<char* const*>(argv));
+            ::_exit(127);
+        }
+        ::close(channel[0]);
+        if (pid < 0) {
+            ::close(channel[1]);
+            throw std::runtime_error("pg_server: fork failed");
+        }
+        watchdog_ = pid;
+        watchdog_pipe_ = channel[1];
+    }
+
+    void end_watchdog() {
+        if (watchdog_pipe_ < 0) return;
+        ::close(watchdog_pipe_);
+        watchdog_pipe_ = -1;
+        ::waitpid(watchdog_, nullptr, 0);
+    }
+
     void stop_and_remove() {
         if (dir_.empty()) return;
         stop();
@@ -208,6 +250,8 @@ private:
 
     std::filesystem::path dir_;
     int port_ = 0;
+    pid_t watchdog_ = -1;
+    int watchdog_pipe_ = -1;
 };
 
 }  // namespace seqinbox::test

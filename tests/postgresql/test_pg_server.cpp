@@ -8,10 +8,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "pg_test_support.hpp"
 
@@ -43,32 +46,77 @@ BOOST_AUTO_TEST_CASE(server_is_removed_with_its_fixture) {
     BOOST_TEST(!pg_server::alive(postmaster));
 }
 
-BOOST_AUTO_TEST_CASE(server_of_a_killed_test_process_is_cleaned_up) {
-    int channel[2];
-    BOOST_REQUIRE(::pipe2(channel, O_CLOEXEC) == 0);  // the servers started by the child must not hold it
-    const pid_t child = ::fork();
-    BOOST_REQUIRE(child >= 0);
-    if (child == 0) {
-        // A test process that dies without running destructors.
+namespace {
+
+/// A test process that dies without running destructors: forks a child that starts a server,
+/// reports its directory and watchdog pid, then runs `then` (exit or wait to be killed).
+struct dying_owner {
+    pid_t pid = 0;
+    std::filesystem::path dir;
+    pid_t watchdog = 0;
+    pid_t postmaster = 0;
+
+    explicit dying_owner(bool wait_to_be_killed) {
+        int channel[2];
+        BOOST_REQUIRE(::pipe2(channel, O_CLOEXEC) == 0);  // the servers started by the child must not hold it
+        pid = ::fork();
+        BOOST_REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::close(channel[0]);
+            auto* server = new pg_server;
+            const std::string report = std::to_string(server->watchdog()) + " " + server->directory().string();
+            if (::write(channel[1], report.data(), report.size()) != static_cast<ssize_t>(report.size())) ::_exit(2);
+            ::close(channel[1]);
+            if (wait_to_be_killed) ::pause();
+            ::_exit(0);
+        }
+        ::close(channel[1]);
+        std::string report;
+        char buffer[512];
+        for (ssize_t n; (n = ::read(channel[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(n));
         ::close(channel[0]);
-        auto* server = new pg_server;
-        const std::string dir = server->directory().string();
-        if (::write(channel[1], dir.data(), dir.size()) != static_cast<ssize_t>(dir.size())) ::_exit(2);
-        ::_exit(0);
+        const auto space = report.find(' ');
+        BOOST_REQUIRE(space != std::string::npos);
+        watchdog = std::stoi(report.substr(0, space));
+        BOOST_REQUIRE(watchdog > 0);  // kill(-1, ...) would signal every process of ours
+        dir = report.substr(space + 1);
+        postmaster = postmaster_pid(dir);
+        BOOST_REQUIRE(pg_server::alive(postmaster));
     }
-    ::close(channel[1]);
-    std::string dir;
-    char buffer[512];
-    for (ssize_t n; (n = ::read(channel[0], buffer, sizeof buffer)) > 0;) dir.append(buffer, static_cast<std::size_t>(n));
-    ::close(channel[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    BOOST_REQUIRE(!dir.empty());
-    const pid_t postmaster = postmaster_pid(dir);
-    BOOST_REQUIRE(pg_server::alive(postmaster));  // left running by the dead test process
+
+    void wait() const {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+    }
+};
+
+bool gone_within(const std::filesystem::path& dir, pid_t postmaster, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::filesystem::exists(dir) || pg_server::alive(postmaster)) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(server_of_an_interrupted_test_process_is_removed_by_its_watchdog) {
+    dying_owner owner(true);
+    ::kill(owner.pid, SIGINT);  // Ctrl-C; the watchdog ignores it and acts on its owner's death
+    owner.wait();
+    BOOST_TEST(gone_within(owner.dir, owner.postmaster, std::chrono::seconds(30)));
+}
+
+BOOST_AUTO_TEST_CASE(server_of_a_killed_test_process_is_cleaned_up) {
+    dying_owner owner(true);
+    ::kill(owner.watchdog, SIGKILL);  // watchdog gone too: the next pg_server must clean up
+    ::waitpid(owner.watchdog, nullptr, 0);
+    ::kill(owner.pid, SIGKILL);
+    owner.wait();
+    BOOST_REQUIRE(pg_server::alive(owner.postmaster));  // left running by the dead test process
 
     pg_server next;  // cleans up before starting its own server
-    BOOST_TEST(!std::filesystem::exists(dir));
-    BOOST_TEST(!pg_server::alive(postmaster));
+    BOOST_TEST(!std::filesystem::exists(owner.dir));
+    BOOST_TEST(!pg_server::alive(owner.postmaster));
 }
