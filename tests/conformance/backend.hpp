@@ -7,13 +7,9 @@
 //
 //   using store_type = ...;                    the Store policy (models seqinbox::store)
 //   store_type store;                          fresh per fixture object
-//   memory::source source;                     the in-memory source works with every backend
-//   memory::error_sink error_sink;
-//   clocks::manual_clock clock;                copies share the time: the inbox gets a copy
-//   template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
-//   using inbox_type = seqinbox::basic_inbox<store_type, memory::source, memory::error_sink,
-//                                            Claim, Propagation, decode::header_decoder,
-//                                            clocks::manual_clock>;
+// and derives from fixture_parts<store_type> (below) for the rest: the in-memory source and
+// error sink (they work with every backend), a manual clock whose copies share the time (the
+// inbox gets a copy), and the `inbox_type<Claim, Propagation>` alias;
 //
 // and inspection of COMMITTED state, as a separate connection would see it:
 //   messages_with_key(key) -> std::vector<message_record>   every row with the claim key, by id
@@ -51,6 +47,18 @@
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::conformance {
+
+/// The parts every fixture shares whatever its store: source, error sink, clock, inbox type.
+template <class Store>
+struct fixture_parts {
+    memory::source source;
+    memory::error_sink error_sink;
+    clocks::manual_clock clock;
+
+    template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
+    using inbox_type = seqinbox::basic_inbox<Store, memory::source, memory::error_sink, Claim, Propagation,
+                                             decode::header_decoder, clocks::manual_clock>;
+};
 
 template <class B>
 concept backend =

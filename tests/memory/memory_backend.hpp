@@ -11,19 +11,12 @@
 
 namespace seqinbox::conformance {
 
-struct memory_backend {
+struct memory_backend : fixture_parts<memory::store> {
     using store_type = memory::store;
 
     memory_backend() = default;  // not an aggregate: memory::store's default constructor is explicit
 
     store_type store;
-    memory::source source;
-    memory::error_sink error_sink;
-    clocks::manual_clock clock;
-
-    template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
-    using inbox_type = seqinbox::basic_inbox<store_type, memory::source, memory::error_sink, Claim, Propagation,
-                                             decode::header_decoder, clocks::manual_clock>;
 
     std::vector<message_record> messages_with_key(const claim_key& key) const { return store.messages_with_key(key); }
     bool has_claim(const claim_key& key) const { return store.has_claim(key); }

@@ -58,20 +58,13 @@ inline timestamp from_us(long long us) {
 
 }  // namespace detail
 
-struct postgresql_backend {
+struct postgresql_backend : fixture_parts<postgresql::store> {
     using store_type = postgresql::store;
 
     postgresql_backend() : conninfo(detail::fresh_database()), store(detail::fixture_options(conninfo)), admin(soci::postgresql, conninfo) {}
 
     std::string conninfo;
     store_type store;
-    memory::source source;
-    memory::error_sink error_sink;
-    clocks::manual_clock clock;
-
-    template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
-    using inbox_type = seqinbox::basic_inbox<store_type, memory::source, memory::error_sink, Claim, Propagation,
-                                             decode::header_decoder, clocks::manual_clock>;
 
     std::vector<message_record> messages_with_key(const claim_key& key) {
         return select_messages("WHERE message_type = :t AND idempotence_id = :i", key.type, key.idempotence_id);
