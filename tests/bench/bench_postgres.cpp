@@ -5,8 +5,11 @@
 //   bench_postgres --conninfo CONNINFO [--seconds N | --deliveries N] [--rounds N] [--quick]
 //   bench_postgres --throwaway-server [...]   starts a throwaway PostgreSQL 15 (tests/postgresql)
 //
-// Each figure is the best of --rounds runs (default 3) of --seconds seconds (default 5) or
-// --deliveries deliveries; --quick is one round of 60 deliveries, for the CTest smoke run.
+// The machine is shared and noisy: each client count runs --rounds rounds (default 5), a round
+// being the inbox then pgbench for --seconds seconds each (default 3) or --deliveries deliveries.
+// Figures are medians over the rounds; inbox_vs_pgbench_N is the median of the per-round ratios,
+// so that both sides of a ratio ran under the same load. --quick is one round of 60 deliveries,
+// for the CTest smoke run.
 // Besides the figures it prints, per delivery and per store call, the round trips (rt_<call>)
 // and microseconds (us_<call>) of a one-thread run: t1_ is the claim transaction, t2_ the
 // requires_new transaction that stores the PROCESSED row.
@@ -89,9 +92,9 @@ struct options {
     std::string conninfo;
     bool throwaway_server = false;
     bool quick = false;
-    std::size_t seconds = 5;     ///< per measured run, unless `deliveries` is set
+    std::size_t seconds = 3;     ///< per measured run, unless `deliveries` is set
     std::size_t deliveries = 0;  ///< per measured run; 0: run for `seconds`
-    std::size_t rounds = 3;      ///< measured runs per figure; the best one counts
+    std::size_t rounds = 5;      ///< measured runs per figure; figures are medians
 };
 
 constexpr const char* usage =
@@ -691,30 +694,37 @@ pg::store_options store_options_for(const scratch_database& db) {
     return s;
 }
 
+double median(std::vector<double> values) {
+    std::ranges::sort(values);
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
 /// `o.rounds` rounds of the inbox with `threads` threads, each followed by pgbench with as many
-/// clients. Prints each side's best round (the machine is shared and noisy) and their ratio;
-/// returns the round trips per delivery over all rounds.
+/// clients. Prints the medians of both rates and of their per-round ratio; returns the round
+/// trips per delivery over all rounds.
 double compare(pg::store& store, const scratch_database& db, const pgbench_script& script, std::size_t threads,
                const options& o, tally& total) {
     const std::string suffix = std::to_string(threads);
-    run_result best;
-    double best_tps = 0;
+    std::vector<double> inbox_rates, pgbench_rates, ratios;
     tally delivered;
     std::uint64_t round_trips = 0;
     for (std::size_t round = 0; round < o.rounds; ++round) {
         const std::string name = "run" + suffix + "r" + std::to_string(round);
         const run_result inbox = measure_inbox(store, threads, name, o, total);
         require_all_processed(inbox, name);
-        if (round == 0 || inbox.deliveries_per_s() > best.deliveries_per_s()) best = inbox;
         delivered += inbox.done;
         round_trips += inbox.round_trips;
-        best_tps = std::max(best_tps, measure_pgbench(db, script, threads, o));
+        inbox_rates.push_back(inbox.deliveries_per_s());
+        pgbench_rates.push_back(measure_pgbench(db, script, threads, o));
+        ratios.push_back(inbox_rates.back() / pgbench_rates.back());
     }
-    print("deliveries_" + suffix, static_cast<double>(best.done.deliveries));
-    print("seconds_" + suffix, best.seconds);
-    print("deliveries_per_s_" + suffix, best.deliveries_per_s());
-    print("pgbench_tps_" + suffix, best_tps);
-    print("inbox_vs_pgbench_" + suffix, best.deliveries_per_s() / best_tps);
+    print("deliveries_" + suffix, static_cast<double>(delivered.deliveries));
+    print("deliveries_per_s_" + suffix, median(inbox_rates));
+    print("pgbench_tps_" + suffix, median(pgbench_rates));
+    print("inbox_vs_pgbench_" + suffix, median(ratios));
+    print("inbox_vs_pgbench_min_" + suffix, std::ranges::min(ratios));
+    print("inbox_vs_pgbench_max_" + suffix, std::ranges::max(ratios));
     return static_cast<double>(round_trips) / static_cast<double>(delivered.deliveries);
 }
 
