@@ -31,16 +31,20 @@ soci::statement prepared_with(soci::session& s, const std::string& sql, Tuple in
 
 }  // namespace
 
+// Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
+// even when it conflicts.
 instance_upsert::instance_upsert(soci::session& s)
     : st(prepared_with(s,
-                       "WITH inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
-                       " VALUES (:name, :context_id, 'OPEN', " + sql_timestamp(":created_at") + ", " +
+                       "WITH existing AS (SELECT " + instance_select_list +
+                           " FROM sequence_instance WHERE name = :name AND context_id = :context_id),"
+                           " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+                           " SELECT :name_again, :context_id_again, 'OPEN', " + sql_timestamp(":created_at") + ", " +
                            sql_timestamp(":retain_until") +
-                           ") ON CONFLICT (name, context_id) DO NOTHING RETURNING *)"
-                           " SELECT " + instance_select_list + " FROM inserted UNION ALL SELECT " + instance_select_list +
-                           " FROM sequence_instance WHERE name = :name_again AND context_id = :context_id_again LIMIT 1",
-                       into_instance(row), use(name), use(context_id), use(created_at), use(retain_until), use(name),
-                       use(context_id))) {}
+                           " WHERE NOT EXISTS (SELECT 1 FROM existing)"
+                           " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_select_list + ")"
+                           " SELECT * FROM existing UNION ALL SELECT * FROM inserted",
+                       into_instance(row), use(name), use(context_id), use(name), use(context_id), use(created_at),
+                       use(retain_until))) {}
 
 instance_lock::instance_lock(soci::session& s)
     : st(prepared_with(s, "SELECT " + instance_select_list + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",

@@ -306,7 +306,7 @@ Impl& checked(const std::unique_ptr<Impl>& state) {
 bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
     require_key("message type", key.type);
     require_key("idempotence id", key.idempotence_id);
-    return checked(impl_).read("claiming " + key.type + "/" + key.idempotence_id, [&](detail::connection& c) {
+    return checked(impl_).read("claiming a message", [&](detail::connection& c) {
         auto& s = c.statement<detail::claim_insert>();
         s.type = key.type;
         s.idempotence_id = key.idempotence_id;
@@ -340,7 +340,7 @@ std::vector<message_record> store::transaction::find_messages(const claim_key& k
 }
 
 sequence_instance store::transaction::lock_instance(instance_id instance) {
-    return checked(impl_).read("locking sequence instance " + std::to_string(instance), [&](detail::connection& c) {
+    return checked(impl_).read("locking a sequence instance", [&](detail::connection& c) {
         auto& s = c.statement<detail::instance_lock>();
         s.id = instance;
         if (!s.st.execute(true))
