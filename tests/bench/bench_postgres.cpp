@@ -310,6 +310,7 @@ public:
     void rollback() {
         traced("rollback", [&] { inner().rollback(); });
     }
+    bool active() const noexcept { return state_ && state_->inner && state_->inner->active(); }
 
 private:
     friend class traced_store;
