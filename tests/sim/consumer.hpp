@@ -1,0 +1,116 @@
+#pragma once
+// One simulated service instance: an inbox object over the shared store with its own source,
+// and the body of its worker task (poll, decide, acknowledge) with the hooks the controller
+// uses to inject a listener failure or a crash before the acknowledgement.
+#include <array>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "listener_probe.hpp"
+#include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/inbox.hpp"
+#include "seqinbox/memory/source.hpp"
+#include "seqinbox/memory/store.hpp"
+#include "seqinbox/outcome.hpp"
+#include "seqinbox/propagation/not_supported.hpp"
+#include "support/world.hpp"
+
+namespace seqinbox::sim {
+
+template <class Claim>
+using sim_inbox = memory::basic_inbox<Claim, propagation::not_supported, decode::header_decoder, clocks::manual_clock>;
+
+/// What the worker tells the controller; written by the task, read between steps (the step
+/// driver's hand-over orders the accesses).
+struct worker_report {
+    std::optional<envelope> current;   ///< the delivery being decided
+    std::vector<std::string> errors;   ///< deliver() failures other than a lost connection
+    std::size_t connection_errors = 0;
+    std::array<std::size_t, 6> outcomes{};  ///< by seqinbox::outcome
+    std::size_t released = 0;
+    std::size_t release_failures = 0;
+};
+
+template <class Claim>
+class consumer {
+public:
+    consumer(std::size_t index, memory::store& store, memory::error_sink& sink, const declarations<testing::message>& decls,
+             clocks::manual_clock clock, listener_probe& probe)
+        : index_(index), inbox_(store, source, sink, decls, decode::header_decoder{}, clock), probe_(&probe) {
+        for (const auto& m : decls.sequences.front().messages)
+            inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim>::context& ctx) {
+                listen(ctx.qualified_type, ctx.idempotence_id, ctx.context_id);
+            });
+    }
+    consumer(const consumer&) = delete;
+    consumer& operator=(const consumer&) = delete;
+
+    /// The worker task: decides deliveries until the source is empty. A delivery whose decision
+    /// failed is put back (the consumer seeks to its last acknowledged offset) and retried.
+    void work() {
+        while (!stopping) {
+            auto record = source.poll();
+            if (!record) return;
+            report.current = *record;
+            probe_->begin_delivery(index_);
+            if (!decide(*record)) {
+                source.redeliver_unacknowledged();
+                continue;
+            }
+            memory::yield_point("ack");
+            if (std::exchange(crash_before_ack, false)) {
+                source.redeliver_unacknowledged();  // the restarted consumer gets it again
+                return;
+            }
+            source.acknowledge(*record);
+        }
+    }
+
+    memory::source source;
+    worker_report report;
+    bool crash_before_ack = false;  ///< armed by the controller while the task waits at "ack"
+    bool stopping = false;          ///< the run is over: finish the current delivery and stop
+
+private:
+    bool decide(const envelope& record) {
+        try {
+            const delivery_result result = inbox_.deliver(record);
+            ++report.outcomes[static_cast<std::size_t>(result.outcome)];
+            report.released += result.released;
+            report.release_failures += result.release_failures;
+            return true;
+        } catch (const seqinbox::error& e) {
+            if (e.category() == error_category::connection)
+                ++report.connection_errors;
+            else
+                report.errors.push_back(std::string(to_string(e.category())) + ": " + e.what());
+        } catch (const std::exception& e) {
+            report.errors.push_back(e.what());
+        }
+        return false;
+    }
+
+    void listen(const std::string& type, const std::string& id, const std::string& context) {
+        probe_->enter(index_, {type, id}, context);
+        memory::yield_point("listener");
+        if (probe_->take_failure(index_)) {
+            probe_->leave(index_, false);
+            throw std::runtime_error("injected listener failure");
+        }
+        probe_->leave(index_, true);
+    }
+
+    std::size_t index_;
+    sim_inbox<Claim> inbox_;
+    listener_probe* probe_;
+};
+
+}  // namespace seqinbox::sim

@@ -1,0 +1,36 @@
+#pragma once
+// Everything a seed decides before the first step: the declaration, the workload and how
+// often faults are drawn. The scheduler draws from its own stream of the same seed.
+#include <cstdint>
+
+#include "declaration_gen.hpp"
+#include "random.hpp"
+#include "workload.hpp"
+
+namespace seqinbox::sim {
+
+struct scenario {
+    std::uint64_t seed = 0;
+    declarations<message> decls;
+    std::size_t declarations_rejected = 0;
+    workload work;
+    unsigned fault_percent = 100;  ///< scales the weight of every fault step kind
+};
+
+inline scenario make_scenario(std::uint64_t seed) {
+    random rng(seed);
+    scenario s;
+    s.seed = seed;
+    auto drawn = random_declarations(rng);
+    s.decls = std::move(drawn.value);
+    s.declarations_rejected = drawn.rejected;
+    s.work = random_workload(s.decls, rng);
+    static constexpr unsigned fault_levels[] = {0, 50, 100, 200};
+    s.fault_percent = fault_levels[rng.below(4)];
+    return s;
+}
+
+/// The scheduler's stream: independent of the draws above, so that they can change separately.
+inline random scheduler_random(std::uint64_t seed) { return random(seed ^ 0x5eed'5c4e'd01e'0000ULL); }
+
+}  // namespace seqinbox::sim
