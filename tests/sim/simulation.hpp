@@ -160,9 +160,11 @@ private:
     void apply(const lose_connection& l) {
         const std::size_t open_before = store_.open_transaction_count();
         const bool in_listener = probe_.inside_listener(l.consumer);
+        const std::string where(at(l.consumer));
         kill_connections(*tasks_[l.consumer]);
         if (store_.open_transaction_count() == open_before) return;  // it held no transaction
         ++counts_["faults_connection_lost"];
+        ++counts_["faults_connection_lost_at_" + where];  // what it held: see the labels in memory/store.hpp
         if (in_listener) ++counts_["faults_connection_lost_in_listener"];
         counts_["at_least_once_windows"] += probe_.connection_lost(l.consumer, [this](const claim_key& key) { return processed(key); });
         std::fill(blocked_.begin(), blocked_.end(), false);
