@@ -33,6 +33,7 @@
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/release_plan.hpp"
+#include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/listener.hpp"
@@ -196,8 +197,10 @@ private:
     }
 
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified) {
-        if (qualified != type) return "subtype '" + qualified.substr(type.size() + 1) + "' of message type '" + type + "' is not declared";
-        return "unknown message type '" + type + "'";
+        if (qualified != type)
+            return "subtype '" + detail::printable(qualified.substr(type.size() + 1)) + "' of message type '" + detail::printable(type) +
+                   "' is not declared";
+        return "unknown message type '" + detail::printable(type) + "'";
     }
 
     /// The text of the exception being handled, whatever its type.
@@ -269,10 +272,16 @@ private:
         try {
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
         } catch (...) {
+            require_connection(t1, d.type->qualified, d.idempotence_id);
             fail_direct(t1, instance.id, d, failed_row, listener_failure());
             result.outcome = outcome::failed;
             return result;
         }
+        // A waiting duplicate takes over once T1's connection is lost: storing PROCESSED beside
+        // its row would make two. The listener did run (the documented at-least-once window).
+        if (!t1.active())
+            throw error(error_category::connection, "the claim transaction of " + describe(d) +
+                                                        " lost its connection while the listener ran; not stored, redeliver");
         state_step::run(*store_, t1, [&](transaction* tx) {
             if (failed_row)
                 tx->update_message_state(*failed_row, message_state::processed, clock_.now());
@@ -355,21 +364,22 @@ private:
                  delivery_result& result) {
         detail::release_plan plan([this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; },
                                   locked.processed);
+        detail::twin_rows twins;
         plan.mark_processed(type);
-        fetch_dependents(t1, instance, locked, plan, type);
+        fetch_dependents(t1, instance, locked, plan, twins, type);
         while (plan.has_ready()) {
             message_record row = plan.take_next();
-            if (!replay(t1, row, d.context_id)) {
+            if (!replay(t1, row, twins.of(row.key()), d.context_id)) {
                 ++result.release_failures;
                 continue;
             }
             ++result.released;
-            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, locked, plan, row.type);
+            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, locked, plan, twins, row.type);
         }
     }
 
     void fetch_dependents(transaction& t1, instance_id instance, const locked_instance& locked, detail::release_plan& plan,
-                          const std::string& type) {
+                          detail::twin_rows& twins, const std::string& type) {
         const auto& dependents = catalog_.find(type)->dependents;
         auto is_new = [&](const std::string& t) { return !plan.fetched(t) && locked.may_wait(t); };
         const auto fresh = static_cast<std::size_t>(std::ranges::count_if(dependents, is_new));
@@ -378,7 +388,7 @@ private:
         if (fresh < dependents.size()) std::ranges::copy_if(dependents, std::back_inserter(some), is_new);
         for (const auto& dependent : dependents) plan.mark_fetched(dependent);
         for (auto& row : t1.waiting_messages(instance, fresh == dependents.size() ? std::span(dependents) : std::span(some)))
-            plan.add(std::move(row));
+            if (twins.admit(row)) plan.add(std::move(row));
     }
 
     void close(transaction& t1, instance_id instance, const std::string& context_id) {
@@ -388,17 +398,23 @@ private:
 
     /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
     /// deleted in one transaction, so a resend can retry and nothing is lost.
-    bool replay(transaction& t1, const message_record& row, const std::string& context_id) {
+    bool replay(transaction& t1, const message_record& row, const std::vector<message_id>& twins, const std::string& context_id) {
+        if (!twins.empty())
+            log(log_level::warn, [&] {
+                return std::to_string(twins.size() + 1) + " historical WAITING rows for " + row.type + "/" + row.idempotence_id +
+                       ": replayed once, every row gets its state";
+            });
         const entry& type = *catalog_.find(row.type);
         const envelope& record = *row.payload;
         try {
             auto again = decoder_.decode(record);
             guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
         } catch (...) {
+            require_connection(t1, row.type, row.idempotence_id);
             const std::string reason = listener_failure();
             sink_->publish({record, reason, row.type, row.idempotence_id, context_id});
             propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
-                tx->update_message_state(row.id, message_state::failed, clock_.now());
+                for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::failed, clock_.now());
                 Claim::forget(*tx, row.key());
             });
             metrics_.failed(row.type);
@@ -406,10 +422,17 @@ private:
             return false;
         }
         const timestamp now = clock_.now();
-        state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, now); });
+        state_step::run(*store_, t1, [&](transaction* tx) {
+            for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
+        });
         metrics_.released(row.type, now - row.created_at);
         log(log_level::info, [&] { return "released " + row.type + "/" + row.idempotence_id + " context " + context_id; });
         return true;
+    }
+
+    static std::vector<message_id> with_twins(message_id id, std::vector<message_id> twins) {
+        twins.insert(twins.begin(), id);
+        return twins;
     }
 
     /// Under `required` the listener writes into T1, so a failing replay must undo only its own
@@ -451,6 +474,16 @@ private:
         row.state_changed_at = now;
         if (keep_payload) row.payload = d.record;
         return row;
+    }
+
+    /// Called while a listener failure is being handled: when T1 itself is gone (its connection
+    /// was lost, perhaps under the listener's own statements), the message did not fail — the
+    /// delivery did, so it must not be acknowledged but redelivered.
+    static void require_connection(transaction& t1, const std::string& type, const std::string& idempotence_id) {
+        if (!t1.active())
+            throw error(error_category::connection, "the claim transaction of " + type + "/" + idempotence_id +
+                                                        " lost its connection while the listener ran (" +
+                                                        current_exception_text() + "); redeliver");
     }
 
     static std::string listener_failure() { return "listener failed: " + current_exception_text(); }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "conformance/backend.hpp"
+#include "support/order_check.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::conformance {
@@ -241,22 +242,6 @@ void expect_releasing(Harness& h, const std::string& context_id, const std::stri
     BOOST_TEST(result.release_failures == 0u, type_id);
 }
 
-/// Empty when `handled` (qualified types in listener order) respects every release condition.
-inline std::string order_violation(const declarations<message>& decls, const strings& handled) {
-    std::set<std::string> done;
-    for (const auto& type : handled) {
-        const condition* release = nullptr;
-        for (const auto& seq : decls.sequences)
-            for (const auto& msg : seq.messages)
-                if (msg.qualified_type() == type) release = &msg.release;
-        if (release == nullptr) return "undeclared type " + type;
-        if (!release->satisfied([&](const std::string& t) { return done.contains(t); }))
-            return type + " ran before its predecessors in " + join(handled);
-        done.insert(type);
-    }
-    return {};
-}
-
 /// Stores `copies` rows with one key and no claim, as a database from before the claim table.
 template <class B>
 void insert_historical_rows(B& b, const std::string& context_id, const std::string& type, const std::string& id,
@@ -423,7 +408,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(ten_buffered_messages_released_in_one_pass, Backen
             if (c.type == type) released.push_back(c.idempotence_id);
         BOOST_TEST(conf::join(released) == conf::join(arrived), type);
     }
-    BOOST_TEST(conf::order_violation(h.inbox->declared(), h.log.order_of("o1")) == "");
+    BOOST_TEST(si::testing::order_violation(h.inbox->declared(), h.log.order_of("o1")) == "");
     for (const auto& row : b.messages()) BOOST_TEST(to_string(row.state) == "PROCESSED", row.type << "/" << row.idempotence_id);
     BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
 }
@@ -841,7 +826,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(listeners_of_one_context_never_overlap, Backend, b
     BOOST_TEST(log.size() == context_ids.size() * types.size());
     for (const auto& ctx : context_ids) {
         for (const auto& type : types) BOOST_TEST(log.count(type, type + "@" + ctx) == 1u, type << "@" << ctx);
-        BOOST_TEST(conf::order_violation(decls, log.order_of(ctx)) == "", ctx);
+        BOOST_TEST(si::testing::order_violation(decls, log.order_of(ctx)) == "", ctx);
         BOOST_TEST(conf::instance_state_of(b, ctx) == "CLOSED", ctx);
     }
     BOOST_TEST(b.messages().size() == context_ids.size() * types.size());

@@ -78,6 +78,26 @@ void terminate_backend_of(pg::store::transaction& tx, const std::string& conninf
 
 BOOST_FIXTURE_TEST_SUITE(postgresql_store, store_fixture)
 
+BOOST_AUTO_TEST_CASE(a_uri_connection_string_works_like_key_value) {
+    const auto dbname = conninfo.substr(conninfo.find("dbname=") + 7, conninfo.find(' ', conninfo.find("dbname=")) - conninfo.find("dbname=") - 7);
+    auto o = options();
+    o.conninfo = "postgresql://postgres@127.0.0.1:" + std::to_string(pg_server::shared().port()) + "/" + dbname +
+                 "?application_name=seqinbox%27test";
+    pg::store store(o);
+    auto tx = store.begin();
+    BOOST_TEST(setting(tx, "application_name") == "seqinbox'test");
+    BOOST_TEST(pg::migrate(o.conninfo).applied.empty());
+
+    o.conninfo += "%20with%20spaces";  // SOCI 4.0 splits values at whitespace: refused clearly
+    try {
+        pg::store refused(o);
+        BOOST_FAIL("a value with whitespace was accepted");
+    } catch (const si::error& e) {
+        BOOST_TEST(std::string(e.what()).find("'application_name'") != std::string::npos, e.what());
+        BOOST_TEST(std::string(e.what()).find("contains whitespace") != std::string::npos, e.what());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(connections_carry_the_configured_timeouts) {
     auto o = options();
     o.idle_in_transaction_timeout = 42s;

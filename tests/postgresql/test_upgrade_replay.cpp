@@ -145,10 +145,9 @@ BOOST_AUTO_TEST_CASE(a_successor_counts_the_historical_rows_without_a_replay) {
     BOOST_TEST(lines("warn", "").empty(), "log:\n" << log_text.str());
 }
 
-// Disabled while it fails: the release pass replays every WAITING row, so two historical rows of
-// one logical message run its listener twice. Run it explicitly with
-// --run_test=upgrade_without_cleanup/historical_duplicate_waiting_rows_are_replayed_once.
-BOOST_AUTO_TEST_CASE(historical_duplicate_waiting_rows_are_replayed_once, *boost::unit_test::disabled()) {
+// Two historical WAITING rows of one logical message: the release pass replays it once and
+// gives the twin the same state.
+BOOST_AUTO_TEST_CASE(historical_duplicate_waiting_rows_are_replayed_once) {
     BOOST_TEST(to_string(inbox.deliver(si::testing::record("OrderValidated", "v-1", "order-1")).outcome) == "processed");
     const auto result = inbox.deliver(si::testing::record("OrderPrepared", "p-1", "order-1"));
 

@@ -72,10 +72,43 @@ bool starts_with_any(const std::string& s, std::initializer_list<std::string_vie
 
 }  // namespace
 
+/// `conninfo` in key=value form: SOCI mangles URIs ("postgresql://..." loses its database).
+std::string key_value_form(const std::string& conninfo) {
+    char* problem = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &problem);
+    if (options == nullptr) {
+        const std::string why = problem != nullptr ? problem : "cannot be parsed";
+        PQfreemem(problem);
+        throw error(error_category::connection, "invalid PostgreSQL connection string '" + redact_conninfo(conninfo) +
+                                                    "': " + why + "; " + std::string(connection_fix));
+    }
+    std::string text;
+    for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr) continue;
+        if (std::string_view(o->val).find_first_of(" \t\n\r\f\v") != std::string_view::npos) {
+            const std::string keyword = o->keyword;
+            PQconninfoFree(options);
+            throw error(error_category::configuration,
+                        "the connection parameter '" + keyword + "' of '" + redact_conninfo(conninfo) +
+                            "' contains whitespace, which SOCI 4.0 cannot pass to libpq; set it through the "
+                            "environment (PG* variables) or a service file (PGSERVICE) instead");
+        }
+        if (!text.empty()) text += ' ';  // SOCI rejects a trailing space ("invalid connection option")
+        text += std::string(o->keyword) + "='";
+        for (const char* c = o->val; *c != '\0'; ++c) {
+            if (*c == '\'' || *c == '\\') text += '\\';
+            text += *c;
+        }
+        text += '\'';
+    }
+    PQconninfoFree(options);
+    return text;
+}
+
 std::unique_ptr<soci::session> connect(const std::string& conninfo) {
     std::unique_ptr<soci::session> session;
     try {
-        session = std::make_unique<soci::session>(soci::postgresql, conninfo);
+        session = std::make_unique<soci::session>(soci::postgresql, key_value_form(conninfo));
     } catch (const soci::soci_error& e) {
         throw error(error_category::connection, "cannot connect to PostgreSQL with '" + redact_conninfo(conninfo) +
                                                     "': " + e.get_error_message() + "; " + std::string(connection_fix));

@@ -42,6 +42,17 @@ bool connection::reusable() const {
     return PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
 }
 
+// Reading what already arrived (no round trip) reveals a server that ended the session, e.g.
+// pg_terminate_backend or the idle-in-transaction timeout while a listener ran.
+bool connection::connected() const noexcept {
+    if (broken_) return false;
+    PGconn* conn = native(*session_);
+    // The first read may return the server's FATAL message, a later one the end of the stream.
+    for (int reads = 0; reads < 3 && PQstatus(conn) == CONNECTION_OK; ++reads)
+        if (PQconsumeInput(conn) == 0) break;
+    return PQstatus(conn) == CONNECTION_OK;
+}
+
 bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }
 
 void lease::release() noexcept {

@@ -48,6 +48,8 @@ public:
     void mark_broken() noexcept { broken_ = true; }
     /// Connected and outside any transaction: safe to hand to the next transaction.
     bool reusable() const;
+    /// libpq has not seen the connection fail (known locally, no round trip).
+    bool connected() const noexcept;
     /// Inside a transaction that a failed statement aborted (known locally, no round trip).
     bool in_failed_transaction() const;
 

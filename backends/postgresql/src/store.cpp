@@ -77,9 +77,11 @@ void bind_record(detail::message_insert_with_record& s, const envelope& record) 
     s.offset = record.offset;
     s.key = detail::to_hex(record.key);
     s.value = detail::to_hex(record.value);
+    // A column for operators only (the replay uses the headers): NULL when the value is no text.
     const auto traceparent = record.find_header(traceparent_header);
-    s.traceparent = traceparent ? std::string(*traceparent) : std::string();
-    s.traceparent_null = traceparent ? soci::i_ok : soci::i_null;
+    const bool storable = traceparent && text_problem("traceparent", *traceparent).empty();
+    s.traceparent = storable ? std::string(*traceparent) : std::string();
+    s.traceparent_null = storable ? soci::i_ok : soci::i_null;
     s.record_time = to_microseconds(record.time);
     s.headers = detail::encode_headers(record.headers);
 }
@@ -152,7 +154,7 @@ public:
     impl& operator=(const impl&) = delete;
     ~impl() { end_quietly(); }
 
-    bool active() const noexcept { return !ended_; }
+    bool active() const noexcept { return !ended_ && operator->()->connected(); }
 
     /// Runs `op` on the connection as one round trip; a SOCI failure becomes seqinbox::error and
     /// ends the transaction when the connection is lost, aborts it otherwise.

@@ -47,6 +47,9 @@ concept store_transaction =
         { tx.close_instance(instance, now) } -> std::same_as<void>;
         { tx.savepoint() };
         { tx.rollback_to(tx.savepoint()) } -> std::same_as<void>;
+        /// False once the transaction ended: committed, rolled back, or its connection lost
+        /// (also when the loss surfaced in statements the listener ran on it).
+        { tx.active() } -> std::convertible_to<bool>;
         { tx.commit() } -> std::same_as<void>;
         { tx.rollback() } -> std::same_as<void>;
     };

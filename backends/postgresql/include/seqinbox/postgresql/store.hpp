@@ -119,7 +119,7 @@ public:
     /// txid_current() of this transaction.
     std::uint64_t id();
 
-    /// True until commit(), rollback() or a failure.
+    /// True until commit(), rollback() or a lost connection (also one seen by the listener).
     bool active() const noexcept;
 
 private:
