@@ -50,9 +50,16 @@ instance_lock::instance_lock(soci::session& s)
     : st(prepared_with(s, "SELECT " + instance_select_list + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",
                        into_instance(row), use(id))) {}
 
-instance_close::instance_close(soci::session& s)
-    : st(prepared(s, "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp(":at") + " WHERE id = :id",
-                  use(at), use(id))) {}
+std::string instance_close_sql(std::string_view id, std::string_view at) {
+    return "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp(at) + " WHERE id = " + std::string(id);
+}
+
+std::string message_state_update_sql(std::string_view id, std::string_view state, std::string_view at) {
+    return "UPDATE sequenced_message SET state = " + std::string(state) + ", state_changed_at = " + sql_timestamp(at) +
+           " WHERE id = " + std::string(id);
+}
+
+instance_close::instance_close(soci::session& s) : st(prepared(s, instance_close_sql(":id", ":at"), use(at), use(id))) {}
 
 claim_insert::claim_insert(soci::session& s)
     : st(prepared(s,
@@ -121,9 +128,7 @@ message_insert_with_record::message_insert_with_record(soci::session& s)
                   use(record_time), use(headers))) {}
 
 message_state_update::message_state_update(soci::session& s)
-    : st(prepared(s,
-                  "UPDATE sequenced_message SET state = :state, state_changed_at = " + sql_timestamp(":at") + " WHERE id = :id",
-                  use(state), use(at), use(id))) {}
+    : st(prepared(s, message_state_update_sql(":id", ":state", ":at"), use(state), use(at), use(id))) {}
 
 transaction_id_query::transaction_id_query(soci::session& s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}

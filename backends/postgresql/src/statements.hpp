@@ -3,10 +3,16 @@
 // struct owns the variables its statement is bound to, so it is prepared once per connection and
 // re-executed after the variables are set. Structs are heap-allocated: SOCI keeps their addresses.
 #include <string>
+#include <string_view>
 
 #include <soci/soci.h>
 
 namespace seqinbox::postgresql::detail {
+
+/// SQL of the two writes that are also sent as literals, batched with COMMIT (store.cpp): the
+/// arguments are placeholders (":id") or literals the library formats (integers, state names).
+std::string instance_close_sql(std::string_view id, std::string_view at);
+std::string message_state_update_sql(std::string_view id, std::string_view state, std::string_view at);
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

@@ -1,5 +1,6 @@
 #include "seqinbox/postgresql/store.hpp"
 
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -131,6 +132,17 @@ void execute(detail::connection& c, const instance_closing& w) {
     s.st.execute(true);
 }
 
+/// The write with literal values, when the library formats every value (ids, times, state
+/// names): such writes travel with COMMIT in one round trip.
+std::optional<std::string> literal_sql(const deferred_write& w) {
+    if (const auto* c = std::get_if<instance_closing>(&w))
+        return detail::instance_close_sql(std::to_string(c->id), std::to_string(to_microseconds(c->at)));
+    if (const auto* u = std::get_if<state_change>(&w))
+        return detail::message_state_update_sql(std::to_string(u->id), "'" + std::string(to_string(u->state)) + "'",
+                                                std::to_string(to_microseconds(u->at)));
+    return std::nullopt;
+}
+
 const char* describe(const deferred_write& w) {
     return std::visit(
         [](const auto& write) {
@@ -201,8 +213,12 @@ public:
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        flush();
-        guarded("committing", [](detail::connection& c) { c.session().commit(); });
+        if (auto script = commit_script()) {
+            guarded("committing", [&](detail::connection& c) { c.session() << *script; });
+        } else {
+            flush();
+            guarded("committing", [](detail::connection& c) { c.session().commit(); });
+        }
         finish();
     }
 
@@ -262,6 +278,18 @@ private:
 
     void send(const deferred_write& w) {
         guarded(describe(w), [&](detail::connection& c) { std::visit([&](const auto& write) { execute(c, write); }, w); });
+    }
+
+    /// "write; write; COMMIT" when every pending write can travel as literals.
+    std::optional<std::string> commit_script() const {
+        if (pending_.empty()) return std::nullopt;
+        std::string script;
+        for (const auto& w : pending_) {
+            auto sql = literal_sql(w);
+            if (!sql) return std::nullopt;
+            script += *sql + "; ";
+        }
+        return script + "COMMIT";
     }
 
     bool in_failed_transaction() const { return operator->()->in_failed_transaction(); }
