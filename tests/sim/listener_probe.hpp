@@ -81,8 +81,11 @@ public:
 
     void arm_failure(std::size_t consumer) { armed_.insert(consumer); }
     bool armed(std::size_t consumer) const { return armed_.contains(consumer); }
-    bool inside_listener(std::size_t consumer) const {
-        return std::ranges::find(in_flight_, consumer, &invocation::consumer) != in_flight_.end();
+    bool inside_listener(std::size_t consumer) const { return running(consumer) != nullptr; }
+    /// The invocation the consumer's task is inside, if any.
+    const invocation* running(std::size_t consumer) const {
+        auto it = std::ranges::find(in_flight_, consumer, &invocation::consumer);
+        return it == in_flight_.end() ? nullptr : &*it;
     }
 
     /// The consumer's connection died: its running invocation becomes an orphan, and every key it

@@ -3,6 +3,7 @@
 // chunks of steps, keeping every change after which a violation of the same kind still shows.
 // Bounded by a number of replays, so that a failing seed reports quickly.
 #include <algorithm>
+#include <optional>
 #include <cstddef>
 #include <set>
 #include <string>
@@ -34,6 +35,7 @@ public:
     shrunk_run shrink(std::vector<step> script, std::size_t violation_step) {
         script.resize(std::min(script.size(), violation_step + 1));  // what follows cannot matter
         shrunk_.script = std::move(script);
+        drop_messages();
         drop_deliveries();
         for (std::size_t chunk = std::max<std::size_t>(shrunk_.script.size() / 2, 1); chunk > 0; chunk /= 2)
             drop_chunks(chunk);
@@ -48,14 +50,36 @@ private:
         ++shrunk_.replays;
         run_options options;
         options.dropped = dropped;
+        options.trace = true;  // for the subjects of the steps
         auto result = replay<Claim>(scenario_, script, options);
         const auto found = std::ranges::find(result.violations, kind_, &violation::kind);
         if (found == result.violations.end()) return false;
-        result.steps.resize(std::min(result.steps.size(), found->step + 1));
-        if (result.steps.size() >= shrunk_.script.size() && dropped.size() <= shrunk_.dropped.size()) return false;
+        const std::size_t keep = std::min(result.steps.size(), found->step + 1);
+        if (keep >= shrunk_.script.size() && dropped.size() <= shrunk_.dropped.size()) return false;
+        result.steps.resize(keep);
+        result.subjects.resize(keep);
         shrunk_.script = std::move(result.steps);
+        subjects_ = std::move(result.subjects);
         shrunk_.dropped = dropped;
         return true;
+    }
+
+    /// Leaves out a logical message: every copy, and every step that worked on it.
+    void drop_messages() {
+        run_options options;
+        options.trace = true;
+        subjects_ = replay<Claim>(scenario_, shrunk_.script, options).subjects;
+        ++shrunk_.replays;
+        for (std::size_t m = 0; m < scenario_.work.messages.size(); ++m) {
+            auto dropped = shrunk_.dropped;
+            for (std::size_t d = 0; d < scenario_.work.deliveries.size(); ++d)
+                if (scenario_.work.deliveries[d].message == m) dropped.insert(d);
+            const claim_key key = scenario_.work.messages[m].key();
+            std::vector<step> script;
+            for (std::size_t i = 0; i < shrunk_.script.size(); ++i)
+                if (i >= subjects_.size() || subjects_[i] != key) script.push_back(shrunk_.script[i]);
+            keep_if_failing(script, dropped);
+        }
     }
 
     void drop_deliveries() {
@@ -79,6 +103,7 @@ private:
     std::string kind_;
     std::size_t budget_;
     shrunk_run shrunk_;
+    std::vector<std::optional<claim_key>> subjects_;  // of shrunk_.script's steps
 };
 
 }  // namespace seqinbox::sim

@@ -47,6 +47,7 @@ struct run_result {
     std::vector<step> steps;             ///< the steps applied, in order: the replayable script
     std::vector<violation> violations;
     std::vector<std::string> trace;      ///< one line per step when run_options::trace
+    std::vector<std::optional<claim_key>> subjects;  ///< per step, with trace: the message it works on
     tally counts;
 };
 
@@ -86,7 +87,7 @@ public:
             perform(*s);
         }
         finish_run();
-        return {std::move(applied_), log_.all(), std::move(trace_), std::move(counts_)};
+        return {std::move(applied_), log_.all(), std::move(trace_), std::move(subjects_), std::move(counts_)};
     }
 
     // ---- what the choosers ask ----
@@ -123,6 +124,7 @@ private:
     void perform(const step& s) {
         const std::size_t open_before = store_.open_transaction_count();
         const std::string before = options_.trace ? describe_step(s) : std::string();
+        if (options_.trace) subjects_.push_back(subject(s));
         std::visit([this](const auto& k) { apply(k); }, s);
         applied_.push_back(s);
         ++counts_["steps"];
@@ -294,11 +296,27 @@ private:
         }
     }
 
+    /// The logical message a step works on: the arriving one, or the one its consumer decides.
+    std::optional<claim_key> subject(const step& s) const {
+        if (const auto* a = std::get_if<arrive>(&s)) return scenario_.work.messages[scenario_.work.deliveries[a->delivery].message].key();
+        return std::visit([&](const auto& k) -> std::optional<claim_key> {
+            if constexpr (requires { k.consumer; }) {
+                const auto& current = consumers_[k.consumer]->report.current;
+                if (tasks_[k.consumer] && current)
+                    return claim_key{std::string(current->find_header("message-type").value_or("")),
+                                     std::string(current->find_header("idempotence-id").value_or(""))};
+            }
+            return std::nullopt;
+        }, s);
+    }
+
     std::string current_delivery(std::size_t consumer) const {
         const auto& current = consumers_[consumer]->report.current;
         if (!current) return "";
-        return " [" + std::string(current->find_header("message-type").value_or("")) + "/" +
-               std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key + "]";
+        std::string text = " [" + std::string(current->find_header("message-type").value_or("")) + "/" +
+                           std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key;
+        if (const auto* call = probe_.running(consumer)) text += ", listener of " + listener_probe::text(call->key);
+        return text + "]";
     }
 
     std::string describe_step(const step& s) const {
@@ -344,6 +362,7 @@ private:
     std::vector<bool> blocked_;    // by consumer: its last step found it blocked
     std::vector<step> applied_;
     std::vector<std::string> trace_;
+    std::vector<std::optional<claim_key>> subjects_;
     memory::step_driver driver_{store_};  // last: destroyed first, its tasks use the members above
 };
 
