@@ -262,7 +262,7 @@ private:
 
         locked_instance locked = lock(t1, instance.id);
         if (!d.type->declaration->release.satisfied(locked.processed.is_processed())) {
-            buffer(t1, instance.id, d, now);
+            buffer(t1, instance.id, d, failed_row, now);
             t1.commit();
             result.outcome = outcome::buffered;
             log(log_level::info, [&] { return "buffered " + describe(d); });
@@ -279,9 +279,7 @@ private:
         }
         // A waiting duplicate takes over once T1's connection is lost: storing PROCESSED beside
         // its row would make two. The listener did run (the documented at-least-once window).
-        if (!t1.active())
-            throw error(error_category::connection, "the claim transaction of " + describe(d) +
-                                                        " lost its connection while the listener ran; not stored, redeliver");
+        require_alive(t1, d.type->qualified, d.idempotence_id, "while the listener ran");
         state_step::run(*store_, t1, [&](transaction* tx) {
             if (failed_row)
                 tx->update_message_state(*failed_row, message_state::processed, clock_.now());
@@ -305,11 +303,21 @@ private:
         return result;
     }
 
-    /// A duplicate of a PROCESSED message still runs a release pass: if the process died between
-    /// storing PROCESSED and releasing its successors, the redelivery releases them.
+    /// A duplicate of a PROCESSED message still runs a release pass over every WAITING message of
+    /// the instance: if a connection died between storing PROCESSED and releasing successors
+    /// (perhaps successors of a message this one released), the redelivery releases them.
     void heal(transaction& t1, instance_id instance, const delivery& d, delivery_result& result) {
         locked_instance locked = lock(t1, instance);
-        after_processed(t1, instance, d, locked, d.type->qualified, result);
+        if (!locked.waiting.empty()) {
+            detail::release_plan plan(condition_lookup(), locked.processed);
+            detail::twin_rows twins;
+            for (const auto& type : locked.waiting) plan.mark_fetched(type);
+            for (auto& row : t1.waiting_messages(instance, locked.waiting))
+                if (twins.admit(row)) plan.add(std::move(row));
+            run_release(t1, instance, d, locked, plan, twins, result);
+        }
+        if (locked.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
+            close(t1, instance, d.context_id);
     }
 
     /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
@@ -328,9 +336,15 @@ private:
         return {state, detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
     }
 
-    void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
+    /// A FAILED row of the key waits again instead of a second row: a release failure is stored
+    /// on its own, so the transaction that released it may roll back its predecessor afterwards.
+    /// That row came from a WAITING one and still holds the record.
+    void buffer(transaction& t1, instance_id instance, const delivery& d, std::optional<message_id> failed_row, timestamp now) {
         state_step::run(*store_, t1, [&](transaction* tx) {
-            tx->insert_message(row_for(instance, d, message_state::waiting, now, true));
+            if (failed_row)
+                tx->update_message_state(*failed_row, message_state::waiting, now);
+            else
+                tx->insert_message(row_for(instance, d, message_state::waiting, now, true));
         });
     }
 
@@ -362,11 +376,19 @@ private:
 
     void release(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,
                  delivery_result& result) {
-        detail::release_plan plan([this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; },
-                                  locked.processed);
+        detail::release_plan plan(condition_lookup(), locked.processed);
         detail::twin_rows twins;
         plan.mark_processed(type);
         fetch_dependents(t1, instance, locked, plan, twins, type);
+        run_release(t1, instance, d, locked, plan, twins, result);
+    }
+
+    std::function<const condition&(const std::string&)> condition_lookup() const {
+        return [this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; };
+    }
+
+    void run_release(transaction& t1, instance_id instance, const delivery& d, const locked_instance& locked,
+                     detail::release_plan& plan, detail::twin_rows& twins, delivery_result& result) {
         while (plan.has_ready()) {
             message_record row = plan.take_next();
             if (!replay(t1, row, twins.of(row.key()), d.context_id)) {
@@ -404,9 +426,11 @@ private:
                 return std::to_string(twins.size() + 1) + " historical WAITING rows for " + row.type + "/" + row.idempotence_id +
                        ": replayed once, every row gets its state";
             });
+        require_alive(t1, row.type, row.idempotence_id, "before a released listener");
         const entry& type = *catalog_.find(row.type);
-        const envelope& record = *row.payload;
+        const envelope record = row.payload.value_or(envelope{});
         try {
+            if (!row.payload) throw error(error_category::bad_message, "the waiting row holds no record to replay");
             auto again = decoder_.decode(record);
             guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
         } catch (...) {
@@ -421,6 +445,7 @@ private:
             log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + " context " + context_id + ": " + reason; });
             return false;
         }
+        require_alive(t1, row.type, row.idempotence_id, "while a released listener ran");
         const timestamp now = clock_.now();
         state_step::run(*store_, t1, [&](transaction* tx) {
             for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
@@ -479,6 +504,13 @@ private:
     /// Called while a listener failure is being handled: when T1 itself is gone (its connection
     /// was lost, perhaps under the listener's own statements), the message did not fail — the
     /// delivery did, so it must not be acknowledged but redelivered.
+    /// Without T1 the claim and the instance lock are gone: nothing more may run or be stored.
+    static void require_alive(transaction& t1, const std::string& type, const std::string& idempotence_id, const char* when) {
+        if (!t1.active())
+            throw error(error_category::connection, "the claim transaction lost its connection " + std::string(when) + " (" + type +
+                                                        "/" + idempotence_id + "); not stored, redeliver");
+    }
+
     static void require_connection(transaction& t1, const std::string& type, const std::string& idempotence_id) {
         if (!t1.active())
             throw error(error_category::connection, "the claim transaction of " + type + "/" + idempotence_id +

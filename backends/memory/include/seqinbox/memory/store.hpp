@@ -69,8 +69,9 @@ public:
     /// with a connection error, as pg_terminate_backend does to a backend.
     void lose_connections_of(const detail::task_state* task) {
         std::lock_guard lock(mutex_);
-        for (auto* tx : open_)
-            if (tx->owner == task) kill(*tx);
+        std::vector<detail::tx_state*> victims;  // kill() removes from open_: not while iterating it
+        std::ranges::copy_if(open_, std::back_inserter(victims), [&](const detail::tx_state* tx) { return tx->owner == task; });
+        for (auto* tx : victims) kill(*tx);
         cv_.notify_all();
     }
 
