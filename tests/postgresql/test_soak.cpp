@@ -125,7 +125,7 @@ private:
     std::vector<std::string> unexpected_;
 };
 
-/// Terminates a random client backend of the database every 50-250 ms while it runs.
+/// Terminates a random client backend of the database every 100-500 ms while it runs.
 class killer {
 public:
     killer(std::string conninfo, std::uint64_t seed)
@@ -141,7 +141,7 @@ private:
         std::mt19937_64 rng(seed);
         soci::session admin(soci::postgresql, conninfo);
         while (!stop.stop_requested()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 200));
+            std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
             std::vector<int> pids(64);
             admin << "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
                      " AND backend_type = 'client backend' LIMIT 64",
