@@ -25,6 +25,17 @@ void require_key(std::string_view what, std::string_view value) {
     if (auto problem = key_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
 }
 
+void require_claim_key(const claim_key& key) {
+    require_key("message type", key.type);
+    require_key("idempotence id", key.idempotence_id);
+}
+
+template <class Statement>
+void bind_key(Statement& s, const claim_key& key) {
+    s.type = key.type;
+    s.idempotence_id = key.idempotence_id;
+}
+
 void require_text(std::string_view what, std::string_view value) {
     if (auto problem = text_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
 }
@@ -89,8 +100,7 @@ void bind_record(detail::message_insert_with_record& s, const envelope& record) 
 
 void execute(detail::connection& c, const claim_deletion& w) {
     auto& s = c.statement<detail::claim_delete>();
-    s.type = w.key.type;
-    s.idempotence_id = w.key.idempotence_id;
+    bind_key(s, w.key);
     s.st.execute(true);
 }
 
@@ -334,12 +344,10 @@ Impl& checked(const std::unique_ptr<Impl>& state) {
 }  // namespace
 
 bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
-    require_key("message type", key.type);
-    require_key("idempotence id", key.idempotence_id);
+    require_claim_key(key);
     return checked(impl_).read("claiming a message", [&](detail::connection& c) {
         auto& s = c.statement<detail::claim_insert>();
-        s.type = key.type;
-        s.idempotence_id = key.idempotence_id;
+        bind_key(s, key);
         s.instance = instance;
         s.at = to_microseconds(now);
         s.st.execute(true);
@@ -348,18 +356,15 @@ bool store::transaction::insert_claim(const claim_key& key, instance_id instance
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
-    require_key("message type", key.type);
-    require_key("idempotence id", key.idempotence_id);
+    require_claim_key(key);
     checked(impl_).defer(claim_deletion{key});
 }
 
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
-    require_key("message type", key.type);
-    require_key("idempotence id", key.idempotence_id);
+    require_claim_key(key);
     return checked(impl_).read("reading sequenced messages", [&](detail::connection& c) {
         auto& s = c.statement<detail::message_find>();
-        s.type = key.type;
-        s.idempotence_id = key.idempotence_id;
+        bind_key(s, key);
         std::vector<message_record> rows;
         for_each_row(s.st, [&] {
             rows.push_back({s.id, s.instance, key.type, key.idempotence_id, parse_message_state(s.state),
