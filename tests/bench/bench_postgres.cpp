@@ -39,7 +39,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -625,11 +624,13 @@ std::string run_command(const std::string& command) {
     return output;
 }
 
+// Plain string search: GCC 12's <regex> trips -Wmaybe-uninitialized in the sanitized -O1 build.
 double number_after(const std::string& output, const std::string& label) {
-    std::smatch m;
-    if (!std::regex_search(output, m, std::regex(label + " *([0-9.]+)")))
-        throw check_failed("no '" + label + "' in the pgbench output:\n" + output);
-    return std::stod(m[1].str());
+    const auto at = output.find(label);
+    auto start = at == std::string::npos ? at : output.find_first_not_of(' ', at + label.size());
+    const auto end = start == std::string::npos ? start : output.find_first_not_of("0123456789.", start);
+    if (start == std::string::npos || end == start) throw check_failed("no '" + label + "' in the pgbench output:\n" + output);
+    return std::stod(output.substr(start, end - start));
 }
 
 /// Transactions per second of pgbench with `clients` clients (as many threads) on the script.
