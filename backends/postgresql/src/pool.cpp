@@ -28,16 +28,26 @@ PGconn* native(soci::session& session) {
     return static_cast<soci::postgresql_session_backend*>(session.get_backend())->conn_;
 }
 
+/// libpq reports a FATAL message that arrives outside a query (pg_terminate_backend, the idle
+/// timeout) as a notice, and the socket may stay open a moment longer while the server process
+/// exits and releases its locks: the message itself is the earliest sign of the lost session.
+void note_fatal_message(void* ended, const PGresult* message) {
+    const char* severity = PQresultErrorField(message, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC"))
+        *static_cast<bool*>(ended) = true;
+}
+
 }  // namespace
 
 connection::connection(const store_options& options, counters& counts)
     : counts_(&counts), session_(connect(options.conninfo)) {
+    PQsetNoticeReceiver(native(*session_), note_fatal_message, &server_ended_session_);
     apply_settings(*session_, options, options.conninfo);
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool connection::reusable() const {
-    if (broken_) return false;
+    if (broken_ || server_ended_session_) return false;
     PGconn* conn = native(*session_);
     return PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
 }
@@ -48,9 +58,9 @@ bool connection::connected() const noexcept {
     if (broken_) return false;
     PGconn* conn = native(*session_);
     // The first read may return the server's FATAL message, a later one the end of the stream.
-    for (int reads = 0; reads < 3 && PQstatus(conn) == CONNECTION_OK; ++reads)
+    for (int reads = 0; reads < 3 && PQstatus(conn) == CONNECTION_OK && !server_ended_session_; ++reads)
         if (PQconsumeInput(conn) == 0) break;
-    return PQstatus(conn) == CONNECTION_OK;
+    return PQstatus(conn) == CONNECTION_OK && !server_ended_session_;
 }
 
 bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }

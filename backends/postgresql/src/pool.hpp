@@ -56,6 +56,7 @@ public:
 private:
     counters* counts_;
     bool broken_ = false;
+    bool server_ended_session_ = false;  // a FATAL message arrived; the server closes the socket next
     std::unique_ptr<soci::session> session_;
     // Declared after the session: statements are destroyed before it.
     std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<instance_lock>, std::unique_ptr<instance_close>,
