@@ -13,6 +13,9 @@
 
 namespace seqinbox::kafka::detail {
 
+struct client_deleter {
+    void operator()(rd_kafka_t* client) const noexcept { rd_kafka_destroy(client); }
+};
 struct conf_deleter {
     void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }
 };
@@ -25,6 +28,8 @@ struct message_deleter {
 struct headers_deleter {
     void operator()(rd_kafka_headers_t* headers) const noexcept { rd_kafka_headers_destroy(headers); }
 };
+/// Destroys only: a consumer is closed and a producer flushed by its owner before.
+using client_ptr = std::unique_ptr<rd_kafka_t, client_deleter>;
 using conf_ptr = std::unique_ptr<rd_kafka_conf_t, conf_deleter>;
 using partition_list_ptr = std::unique_ptr<rd_kafka_topic_partition_list_t, partition_list_deleter>;
 using message_ptr = std::unique_ptr<rd_kafka_message_t, message_deleter>;
