@@ -109,11 +109,12 @@ public:
         return result;
     }
 
-    /// Polls one delivery from the source, decides it and acknowledges it.
+    /// Polls one delivery from the source, decides it and acknowledges it. When no durable
+    /// decision was reached (deliver throws), a redelivering source gets the delivery back.
     std::optional<delivery_result> poll_once() {
         auto record = source_->poll();
         if (!record) return std::nullopt;
-        auto result = deliver(*record);
+        auto result = deliver_or_give_back(*record);
         source_->acknowledge(*record);
         return result;
     }
@@ -131,6 +132,19 @@ public:
 
 private:
     using entry = typename detail::catalog<message_type>::type_entry;
+
+    delivery_result deliver_or_give_back(const envelope& record) {
+        if constexpr (redelivering_source<Source>) {
+            try {
+                return deliver(record);
+            } catch (...) {
+                source_->redeliver(record);
+                throw;
+            }
+        } else {
+            return deliver(record);
+        }
+    }
     /// Inbox state follows the listener into T1 under `required`, else gets its own transaction.
     using state_step = std::conditional_t<Propagation::joins_claim_transaction, propagation::required, propagation::requires_new>;
 

@@ -97,13 +97,7 @@ public:
     /// `expected` arrived or `patience` passed.
     std::vector<envelope> read_all(const std::string& topic, int partitions, std::size_t expected,
                                    std::chrono::milliseconds patience = std::chrono::seconds(20)) const {
-        rd_kafka_conf_t* conf = rd_kafka_conf_new();
-        char reason[256];
-        for (const auto& [k, v] : quiet_client(bootstraps())) rd_kafka_conf_set(conf, k.c_str(), v.c_str(), reason, sizeof reason);
-        rd_kafka_conf_set(conf, "group.id", "seqinbox-test-reader", reason, sizeof reason);
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", reason, sizeof reason);
-        rd_kafka_t* reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, reason, sizeof reason);
-        rd_kafka_poll_set_consumer(reader);
+        rd_kafka_t* reader = make_reader("seqinbox-test-reader");
         rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
         for (int p = 0; p < partitions; ++p)
             rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -120,6 +114,33 @@ public:
         rd_kafka_consumer_close(reader);
         rd_kafka_destroy(reader);
         return records;
+    }
+
+    /// The offsets `group` committed for partitions 0..partitions-1 of `topic` (-1001: none).
+    std::vector<std::int64_t> committed(const std::string& group, const std::string& topic, int partitions) const {
+        rd_kafka_t* reader = make_reader(group);
+        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+        for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(list, topic.c_str(), p);
+        const rd_kafka_resp_err_t err = rd_kafka_committed(reader, list, 10000);
+        std::vector<std::int64_t> offsets;
+        for (int p = 0; p < partitions; ++p) offsets.push_back(list->elems[p].offset);
+        rd_kafka_topic_partition_list_destroy(list);
+        rd_kafka_destroy(reader);
+        if (err) throw std::runtime_error(std::string("committed(): ") + rd_kafka_err2str(err));
+        return offsets;
+    }
+
+    /// The end offset (high watermark) of each partition 0..partitions-1 of `topic`.
+    std::vector<std::int64_t> end_offsets(const std::string& topic, int partitions) const {
+        rd_kafka_t* reader = make_reader("seqinbox-test-watermarks");
+        std::vector<std::int64_t> offsets;
+        for (int p = 0; p < partitions; ++p) {
+            std::int64_t low = 0, high = 0;
+            if (rd_kafka_query_watermark_offsets(reader, topic.c_str(), p, &low, &high, 10000)) high = -1;
+            offsets.push_back(high);
+        }
+        rd_kafka_destroy(reader);
+        return offsets;
     }
 
 private:
@@ -139,6 +160,19 @@ private:
                 e.headers.push_back({name, value ? std::string(static_cast<const char*>(value), size) : std::string()});
         }
         return e;
+    }
+
+    /// A consumer of `group` that never subscribes (reads by assignment, never commits).
+    rd_kafka_t* make_reader(const std::string& group) const {
+        rd_kafka_conf_t* conf = rd_kafka_conf_new();
+        char reason[256];
+        for (const auto& [k, v] : quiet_client(bootstraps())) rd_kafka_conf_set(conf, k.c_str(), v.c_str(), reason, sizeof reason);
+        rd_kafka_conf_set(conf, "group.id", group.c_str(), reason, sizeof reason);
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", reason, sizeof reason);
+        rd_kafka_t* reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, reason, sizeof reason);
+        if (!reader) throw std::runtime_error(std::string("mock reader: ") + reason);
+        rd_kafka_poll_set_consumer(reader);
+        return reader;
     }
 
     static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* self) {

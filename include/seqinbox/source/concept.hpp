@@ -16,4 +16,12 @@ concept message_source = requires(S& s, const envelope& e) {
     { s.acknowledge(e) } -> std::same_as<void>;
 };
 
+/// A source that can take a delivery back: `redeliver(e)` is called instead of acknowledge(e)
+/// when no durable decision was reached for `e` (the inbox threw), so that `e` comes again
+/// without waiting for a restart (a Kafka consumer seeks back to it).
+template <class S>
+concept redelivering_source = message_source<S> && requires(S& s, const envelope& e) {
+    { s.redeliver(e) } -> std::same_as<void>;
+};
+
 }  // namespace seqinbox

@@ -1,0 +1,413 @@
+#include "seqinbox/kafka/source.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <string_view>
+
+#include <librdkafka/rdkafka.h>
+
+#include "client.hpp"
+#include "offset_tracker.hpp"
+
+namespace seqinbox::kafka {
+
+namespace {
+
+using detail::commit_position;
+using detail::partition_id;
+
+/// The properties of one cluster's consumer, checked: what the source relies on is required or
+/// forced, so a misconfigured group fails here rather than by losing or redelivering records.
+properties checked_consumer_properties(const cluster_config& cluster) {
+    const std::string role = "Kafka consumer of cluster '" + cluster.name + "'";
+    for (const char* required : {"bootstrap.servers", "group.id"})
+        if (detail::property_or(cluster.consumer, required, "").empty())
+            throw error(error_category::configuration, role + ": property '" + required + "' is required");
+    const std::string auto_commit = detail::property_or(cluster.consumer, "enable.auto.commit", "false");
+    if (auto_commit != "false")
+        throw error(error_category::configuration,
+                    role + ": 'enable.auto.commit' = '" + auto_commit +
+                        "' is not supported: seqinbox commits an offset only after the inbox decision is durable");
+    properties props = cluster.consumer;
+    props["enable.auto.commit"] = "false";
+    props["enable.auto.offset.store"] = "false";
+    return props;
+}
+
+timestamp time_of(const rd_kafka_message_t& m) {
+    rd_kafka_timestamp_type_t type;
+    const std::int64_t ms = rd_kafka_message_timestamp(&m, &type);
+    return ms < 0 ? timestamp{} : timestamp{std::chrono::milliseconds(ms)};
+}
+
+envelope to_envelope(const rd_kafka_message_t& m, const std::string& cluster) {
+    envelope e;
+    if (m.key) e.key.assign(static_cast<const char*>(m.key), m.key_len);
+    if (m.payload) e.value.assign(static_cast<const char*>(m.payload), m.len);
+    e.headers = detail::headers_of(m);
+    e.topic = rd_kafka_topic_name(m.rkt);
+    e.partition = m.partition;
+    e.offset = m.offset;
+    e.time = time_of(m);
+    e.cluster = cluster;
+    return e;
+}
+
+detail::partition_list_ptr to_partition_list(const std::vector<commit_position>& positions) {
+    detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(static_cast<int>(positions.size())));
+    for (const auto& p : positions)
+        rd_kafka_topic_partition_list_add(list.get(), p.where.topic.c_str(), p.where.partition)->offset = p.offset;
+    return list;
+}
+
+/// Accepts the partitions named in `list` (of one consumer).
+auto named_in(const rd_kafka_topic_partition_list_t& list) {
+    return [&list](const partition_id& where) {
+        return rd_kafka_topic_partition_list_find(&list, where.topic.c_str(), where.partition) != nullptr;
+    };
+}
+
+}  // namespace
+
+struct source::impl {
+    /// One group member: a librdkafka consumer of one cluster.
+    struct consumer {
+        impl* owner = nullptr;
+        std::size_t index = 0;
+        std::string cluster;
+        rd_kafka_t* client = nullptr;
+        ~consumer() {
+            if (client) rd_kafka_destroy(client);  // closes the member: its callbacks still run
+        }
+    };
+
+    source_options options;
+    std::mutex poll_mutex;  // librdkafka's poll runs rebalance callbacks: one poller at a time
+    std::size_t next_consumer = 0;
+
+    mutable std::mutex mutex;  // guards tracker, stats, last_commit
+    std::condition_variable decided;
+    detail::offset_tracker tracker;
+    source_statistics stats;
+    std::chrono::steady_clock::time_point last_commit = std::chrono::steady_clock::now();
+    std::atomic<bool> closed{false};
+    // Last: consumers are destroyed first, while the state their callbacks use still exists.
+    std::vector<std::unique_ptr<consumer>> consumers;
+
+    impl(source_options o, const std::vector<subscription>& subscriptions) : options(std::move(o)) {
+        if (options.clusters.empty()) throw error(error_category::configuration, "seqinbox::kafka::source: no cluster configured");
+        for (const auto& s : subscriptions) subscribe(cluster_config_of(s.cluster), s.topics);
+        if (consumers.empty()) throw error(error_category::configuration, "seqinbox::kafka::source: no topic to subscribe to");
+    }
+
+    const cluster_config& cluster_config_of(const std::string& name) const {
+        for (const auto& c : options.clusters)
+            if (c.name == name) return c;
+        throw error(error_category::configuration,
+                    "seqinbox::kafka::source: a declared type names cluster '" + name + "', which is not configured");
+    }
+
+    void subscribe(const cluster_config& cluster, const std::set<std::string>& topics) {
+        auto member = std::make_unique<consumer>(consumer{this, consumers.size(), cluster.name});
+        const std::string role = "Kafka consumer of cluster '" + cluster.name + "'";
+        auto conf = detail::make_conf(checked_consumer_properties(cluster), role);
+        rd_kafka_conf_set_rebalance_cb(conf.get(), on_rebalance);
+        rd_kafka_conf_set_offset_commit_cb(conf.get(), on_commit);
+        rd_kafka_conf_set_opaque(conf.get(), member.get());
+        member->client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf), role);
+        consumers.push_back(std::move(member));  // owned before anything else can throw
+        consumer& c = *consumers.back();
+        rd_kafka_poll_set_consumer(c.client);
+        detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
+        for (const auto& topic : topics) rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
+        if (const auto err = rd_kafka_subscribe(c.client, list.get()))
+            detail::throw_error(err, role + ": subscribing");
+    }
+
+    // ---- polling ----
+
+    std::optional<envelope> poll() {
+        std::lock_guard poll_lock(poll_mutex);
+        if (closed) throw error(error_category::misuse, "seqinbox::kafka::source: poll() after close()");
+        commit_if_due();
+        const auto share = options.poll_timeout / static_cast<int>(consumers.size());
+        for (std::size_t tried = 0; tried < consumers.size(); ++tried) {
+            consumer& c = *consumers[next_consumer];
+            next_consumer = (next_consumer + 1) % consumers.size();
+            if (auto record = poll_one(c, share)) return record;
+        }
+        return std::nullopt;
+    }
+
+    std::optional<envelope> poll_one(consumer& c, std::chrono::milliseconds timeout) {
+        detail::message_ptr m(rd_kafka_consumer_poll(c.client, static_cast<int>(timeout.count())));
+        if (!m) return std::nullopt;
+        if (m->err) {
+            consumer_error(c, *m);
+            return std::nullopt;
+        }
+        envelope record = to_envelope(*m, c.cluster);
+        std::lock_guard lock(mutex);
+        tracker.polled(id_of(c.index, record), record.offset);
+        ++stats.polled;
+        return record;
+    }
+
+    void consumer_error(consumer& c, const rd_kafka_message_t& m) {
+        if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+        char reason[512];
+        if (rd_kafka_fatal_error(c.client, reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            throw error(error_category::configuration, "Kafka consumer of cluster '" + c.cluster + "' failed fatally: " + reason);
+        {
+            std::lock_guard lock(mutex);
+            ++stats.consumer_errors;
+        }
+        report("cluster '" + c.cluster + "': " + rd_kafka_message_errstr(&m));
+    }
+
+    void report(const std::string& line) const {
+        if (options.report) options.report(line);
+        else std::cerr << "seqinbox::kafka::source: " << line << '\n';
+    }
+
+    // ---- decisions ----
+
+    std::size_t index_of(const envelope& record) const {
+        for (const auto& c : consumers)
+            if (c->cluster == record.cluster) return c->index;
+        throw error(error_category::misuse, "seqinbox::kafka::source: record of unknown cluster '" + record.cluster + "'");
+    }
+
+    static partition_id id_of(std::size_t cluster, const envelope& record) { return {cluster, record.topic, record.partition}; }
+
+    void acknowledge(const envelope& record) {
+        {
+            std::lock_guard lock(mutex);
+            tracker.decided(id_of(index_of(record), record), record.offset);
+            ++stats.acknowledged;
+        }
+        decided.notify_all();
+        commit_if_due();
+    }
+
+    void redeliver(const envelope& record) {
+        const std::size_t index = index_of(record);
+        {
+            std::lock_guard lock(mutex);
+            tracker.given_back(id_of(index, record), record.offset);
+            ++stats.redelivered;
+        }
+        decided.notify_all();
+        seek(*consumers[index], record);
+    }
+
+    void seek(consumer& c, const envelope& record) {
+        detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(1));
+        rd_kafka_topic_partition_list_add(list.get(), record.topic.c_str(), record.partition)->offset = record.offset;
+        if (rd_kafka_error_t* failure = rd_kafka_seek_partitions(c.client, list.get(), 10000)) {
+            const std::string text = rd_kafka_error_string(failure);
+            rd_kafka_error_destroy(failure);
+            // not owned any more: the new owner starts from the last commit, which is behind it
+            report("cluster '" + c.cluster + "': seeking back to " + record.topic + "/" + std::to_string(record.partition) +
+                   "@" + std::to_string(record.offset) + ": " + text);
+        }
+    }
+
+    // ---- commits ----
+
+    void commit_if_due() {
+        if (closed) return;
+        std::vector<std::vector<commit_position>> due(consumers.size());
+        {
+            std::lock_guard lock(mutex);
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_commit < options.commit_interval) return;
+            last_commit = now;
+            for (const auto& c : consumers) due[c->index] = tracker.take_commits(c->index);
+        }
+        for (const auto& c : consumers)
+            if (!due[c->index].empty()) send_commit(*c, due[c->index], true);
+    }
+
+    /// Commits `positions`. A failure makes them due again (on_commit for asynchronous commits);
+    /// a synchronous commit also throws it.
+    void send_commit(consumer& c, const std::vector<commit_position>& positions, bool async) {
+        auto list = to_partition_list(positions);
+        {
+            std::lock_guard lock(mutex);
+            ++stats.commits;
+        }
+        const auto err = async ? rd_kafka_commit(c.client, list.get(), 1) : commit_and_wait(c, *list);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) detail::throw_error(err, "committing offsets of cluster '" + c.cluster + "'");
+    }
+
+    /// A synchronous commit whose result includes the per-partition errors (rd_kafka_commit's
+    /// return value does not: an evicted member's commit "succeeds" there).
+    rd_kafka_resp_err_t commit_and_wait(consumer& c, const rd_kafka_topic_partition_list_t& list) {
+        struct outcome {
+            consumer* member;
+            rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        } result{&c};
+        auto served = [](rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+            auto& r = *static_cast<outcome*>(opaque);
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets) err = first_partition_error(*offsets);
+            if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) err = RD_KAFKA_RESP_ERR_NO_ERROR;
+            if (err != RD_KAFKA_RESP_ERR_NO_ERROR && offsets) r.member->owner->commit_failed(*r.member, *offsets);
+            r.err = err;
+        };
+        const auto err = rd_kafka_commit_queue(c.client, &list, nullptr, served, &result);  // no queue: served here
+        return err != RD_KAFKA_RESP_ERR_NO_ERROR ? err : result.err;
+    }
+
+    static rd_kafka_resp_err_t first_partition_error(const rd_kafka_topic_partition_list_t& list) {
+        for (int i = 0; i < list.cnt; ++i)
+            if (list.elems[i].err) return list.elems[i].err;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+
+    void commit_failed(consumer& c, const rd_kafka_topic_partition_list_t& list) {
+        std::lock_guard lock(mutex);
+        ++stats.commit_failures;
+        for (int i = 0; i < list.cnt; ++i)
+            tracker.commit_failed({{c.index, list.elems[i].topic, list.elems[i].partition}, list.elems[i].offset});
+    }
+
+    void commit_now() {
+        if (closed) throw error(error_category::misuse, "seqinbox::kafka::source: commit() after close()");
+        for (const auto& c : consumers) {
+            std::vector<commit_position> due;
+            {
+                std::lock_guard lock(mutex);
+                due = tracker.take_commits(c->index, true);  // asynchronous commits may still fail
+            }
+            if (!due.empty()) send_commit(*c, due, false);
+        }
+    }
+
+    static void on_commit(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+        if (err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets) return;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = first_partition_error(*offsets);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+        auto& c = *static_cast<consumer*>(opaque);
+        c.owner->commit_failed(c, *offsets);  // the positions are committed again next time
+        c.owner->report("cluster '" + c.cluster + "': asynchronous commit failed: " + rd_kafka_err2str(err));
+    }
+
+    // ---- rebalances ----
+
+    static void on_rebalance(rd_kafka_t* client, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
+                             void* opaque) {
+        auto& c = *static_cast<consumer*>(opaque);
+        {
+            std::lock_guard lock(c.owner->mutex);
+            ++c.owner->stats.rebalances;
+        }
+        c.owner->report("cluster '" + c.cluster + "': " + (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") +
+                        std::to_string(partitions->cnt) + " partitions (" + rd_kafka_memberid(client) + ")");
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->note_assigned(c, *partitions);
+        apply_assignment(client, err, partitions);
+    }
+
+    static void apply_assignment(rd_kafka_t* client, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t* partitions) {
+        const bool assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        const char* protocol = rd_kafka_rebalance_protocol(client);
+        if (protocol && std::string_view(protocol) == "COOPERATIVE") {
+            rd_kafka_error_t* failure = assign ? rd_kafka_incremental_assign(client, partitions)
+                                               : rd_kafka_incremental_unassign(client, partitions);
+            if (failure) rd_kafka_error_destroy(failure);
+        } else {
+            rd_kafka_assign(client, assign ? partitions : nullptr);
+        }
+    }
+
+    void note_assigned(consumer& c, const rd_kafka_topic_partition_list_t& partitions) {
+        std::lock_guard lock(mutex);
+        for (int i = 0; i < partitions.cnt; ++i) tracker.assigned({c.index, partitions.elems[i].topic, partitions.elems[i].partition});
+    }
+
+    /// Before revoked partitions go to another member: wait for their in-flight records, commit.
+    void finish_revoked(consumer& c, const rd_kafka_topic_partition_list_t& partitions) {
+        const auto owned = named_in(partitions);
+        std::vector<commit_position> due;
+        {
+            std::unique_lock lock(mutex);
+            const bool idle = decided.wait_for(lock, options.revoke_timeout, [&] { return tracker.in_flight(c.index, owned) == 0; });
+            if (!idle)
+                report("cluster '" + c.cluster + "': records still in flight after revoke_timeout; the new owner receives them again");
+            for (auto& position : tracker.take_commits(c.index))
+                if (owned(position.where)) due.push_back(std::move(position));
+                else tracker.commit_failed(position);  // not this revocation's: stays due
+        }
+        try {
+            if (!due.empty()) send_commit(c, due, false);
+            std::lock_guard lock(mutex);
+            tracker.forget(c.index, owned);
+        } catch (const error& e) {
+            // The next owner starts from the previous commit (duplicates, no loss); the positions
+            // stay due and are committed once this member is back in the group.
+            report(std::string("commit before revocation failed: ") + e.what());
+            std::lock_guard lock(mutex);
+            tracker.set_aside(c.index, owned);
+        }
+    }
+
+    // ---- shutdown ----
+
+    void close() {
+        std::lock_guard poll_lock(poll_mutex);
+        if (closed) return;
+        try {
+            commit_now();
+        } catch (const error& e) {  // the revocation below commits again; failing that, duplicates follow, no loss
+            report(std::string("closing: ") + e.what());
+        }
+        closed = true;
+        for (const auto& c : consumers)
+            if (const auto err = rd_kafka_consumer_close(c->client))  // revokes: waits and commits
+                report("cluster '" + c->cluster + "': closing: " + rd_kafka_err2str(err));
+        destroy_consumers(0);
+    }
+
+    void destroy_consumers(int flags) noexcept {
+        for (auto& c : consumers)
+            if (c->client) {
+                rd_kafka_destroy_flags(c->client, flags);
+                c->client = nullptr;
+            }
+    }
+};
+
+source::source(source_options options, const std::vector<subscription>& subscriptions)
+    : impl_(std::make_unique<impl>(std::move(options), subscriptions)) {}
+
+source::~source() {
+    try {
+        impl_->close();
+    } catch (const std::exception& e) {
+        impl_->report(std::string("closing: ") + e.what());
+    }
+}
+
+std::optional<envelope> source::poll() { return impl_->poll(); }
+void source::acknowledge(const envelope& record) { impl_->acknowledge(record); }
+void source::redeliver(const envelope& record) { impl_->redeliver(record); }
+void source::commit() { impl_->commit_now(); }
+void source::close() { impl_->close(); }
+
+void source::abandon() noexcept {
+    std::lock_guard poll_lock(impl_->poll_mutex);
+    impl_->closed = true;
+    impl_->destroy_consumers(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+source_statistics source::statistics() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->stats;
+}
+
+}  // namespace seqinbox::kafka

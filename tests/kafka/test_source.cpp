@@ -1,0 +1,346 @@
+// seqinbox::kafka::source against librdkafka's mock cluster, with the in-memory store behind
+// the inbox: exactly once and in order through Kafka, rebalances, crashes before the commit,
+// brokers going down, and two clusters feeding one sequence.
+#define BOOST_TEST_MODULE seqinbox kafka source
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "kafka/kafka_world.hpp"
+#include "offset_tracker.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/kafka/source.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/store.hpp"
+
+namespace si = seqinbox;
+namespace kafka = seqinbox::kafka;
+using namespace std::chrono_literals;
+using si::testing::call_log;
+using si::testing::mock_cluster;
+using si::testing::order_workload;
+
+namespace {
+
+constexpr int partitions = 4;
+const std::string topic = "orders";
+
+using kafka_inbox = si::basic_inbox<si::memory::store, kafka::source, si::memory::error_sink>;
+
+kafka::source_options options_for(const mock_cluster& cluster, const std::string& group) {
+    kafka::source_options options;
+    options.clusters = {{"", si::testing::consumer_properties(cluster.bootstraps(), group)}};
+    options.report = [](std::string_view line) { if (std::getenv("SEQINBOX_TEST_KAFKA_REPORT")) std::fprintf(stderr, "%.*s\n", int(line.size()), line.data()); };  // brokers going down are expected here
+    return options;
+}
+
+/// One service instance: a Kafka source and an inbox on the shared store; listeners record
+/// into `log` after `pace` (a slow listener keeps a stream in flight while the group changes).
+struct service {
+    kafka::source source;
+    si::memory::error_sink sink;
+    kafka_inbox inbox;
+
+    service(si::memory::store& store, call_log& log, kafka::source_options options,
+            const si::declarations<std::string>& decls = si::testing::order_declarations(),
+            std::function<void()> pace = {})
+        : source(std::move(options), decls, topic), inbox(store, source, sink, decls) {
+        for (const auto& seq : inbox.declared().sequences)
+            for (const auto& msg : seq.messages)
+                inbox.on(msg.qualified_type(), [&log, pace](const std::string&, const kafka_inbox::context& ctx) {
+                    if (pace) pace();
+                    log.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+                });
+    }
+};
+
+void expect_all_committed(const mock_cluster& cluster, const std::string& group, const std::string& name = topic) {
+    const auto committed = cluster.committed(group, name, partitions);
+    const auto ends = cluster.end_offsets(name, partitions);
+    for (int p = 0; p < partitions; ++p)
+        BOOST_TEST(committed[p] == ends[p], name << "/" << p << ": committed " << committed[p] << ", end " << ends[p]);
+}
+
+}  // namespace
+
+// ---- the offset bookkeeping on its own ----
+
+BOOST_AUTO_TEST_SUITE(offset_tracking)
+
+using kafka::detail::offset_tracker;
+const kafka::detail::partition_id p0{0, "orders", 0};
+
+BOOST_AUTO_TEST_CASE(an_undecided_record_holds_back_the_commit_of_later_ones) {
+    offset_tracker t;
+    for (std::int64_t o = 10; o < 13; ++o) t.polled(p0, o);
+    t.decided(p0, 11);
+    t.decided(p0, 12);
+    BOOST_TEST(t.take_commits(0).empty());
+    t.decided(p0, 10);
+    const auto due = t.take_commits(0);
+    BOOST_TEST_REQUIRE(due.size() == 1u);
+    BOOST_TEST(due[0].offset == 13);
+    BOOST_TEST(t.take_commits(0).empty());  // taken once
+    BOOST_TEST(t.take_commits(0, true).size() == 1u);  // unless all are asked for
+    BOOST_TEST(t.in_flight_total() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_given_back_is_polled_again_and_commits_only_when_decided) {
+    offset_tracker t;
+    for (std::int64_t o = 0; o < 4; ++o) t.polled(p0, o);
+    t.decided(p0, 0);
+    t.decided(p0, 2);
+    t.given_back(p0, 1);  // 1, 2 and 3 come again
+    BOOST_TEST(t.in_flight_total() == 0u);
+    BOOST_TEST(t.take_commits(0).at(0).offset == 1);
+    t.decided(p0, 3);  // a late decision of a record given back counts for nothing
+    BOOST_TEST(t.take_commits(0).empty());
+    for (std::int64_t o = 1; o < 4; ++o) t.polled(p0, o);
+    for (std::int64_t o = 1; o < 4; ++o) t.decided(p0, o);
+    BOOST_TEST(t.take_commits(0).at(0).offset == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_commit_makes_the_position_due_again_and_revoked_partitions_are_forgotten) {
+    offset_tracker t;
+    const kafka::detail::partition_id p1{0, "orders", 1}, other_cluster{1, "orders", 0};
+    t.polled(p0, 5);
+    t.polled(p1, 7);
+    t.polled(other_cluster, 9);
+    t.decided(p0, 5);
+    const auto due = t.take_commits(0);
+    BOOST_TEST_REQUIRE(due.size() == 1u);
+    t.commit_failed(due[0]);
+    BOOST_TEST(t.take_commits(0).size() == 1u);
+    BOOST_TEST(t.in_flight(0, [](const auto&) { return true; }) == 1u);
+    t.forget(0, [&](const auto& where) { return where == p1; });
+    BOOST_TEST(t.in_flight(0, [](const auto&) { return true; }) == 0u);
+    BOOST_TEST(t.in_flight_total() == 1u);  // the other cluster's record
+}
+
+BOOST_AUTO_TEST_CASE(a_position_set_aside_at_revocation_is_committed_only_when_the_partition_comes_back) {
+    offset_tracker t;
+    t.polled(p0, 1);
+    t.polled(p0, 2);
+    t.decided(p0, 1);
+    t.set_aside(0, [](const auto&) { return true; });
+    BOOST_TEST(t.in_flight_total() == 0u);
+    BOOST_TEST(t.take_commits(0, true).empty());
+    t.assigned(p0);
+    const auto due = t.take_commits(0);
+    BOOST_TEST_REQUIRE(due.size() == 1u);
+    BOOST_TEST(due[0].offset == 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- configuration ----
+
+BOOST_AUTO_TEST_SUITE(configuration)
+
+void expect_configuration_error(const std::function<void()>& make, const std::string& expected) {
+    try {
+        make();
+        BOOST_ERROR("no error; expected one naming " << expected);
+    } catch (const si::error& e) {
+        BOOST_TEST(si::to_string(e.category()) == "configuration");
+        BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bad_configuration_is_refused_with_the_offending_setting) {
+    const auto decls = si::testing::order_declarations();
+    auto with = [&](const std::string& name, const std::string& value) {
+        kafka::source_options options;
+        options.clusters = {{"", si::testing::consumer_properties("127.0.0.1:1", "g")}};
+        if (value.empty()) options.clusters[0].consumer.erase(name);
+        else options.clusters[0].consumer[name] = value;
+        return [options, &decls] { kafka::source(options, decls, topic); };
+    };
+    expect_configuration_error(with("enable.auto.commit", "true"), "'enable.auto.commit' = 'true'");
+    expect_configuration_error(with("group.id", ""), "'group.id' is required");
+    expect_configuration_error(with("bootstrap.servers", ""), "'bootstrap.servers' is required");
+    expect_configuration_error(with("no.such.property", "1"), "no.such.property");
+    expect_configuration_error(with("session.timeout.ms", "soon"), "'session.timeout.ms' = 'soon'");
+
+    kafka::source_options options;
+    options.clusters = {{"", si::testing::consumer_properties("127.0.0.1:1", "g")}};
+    expect_configuration_error([&] { kafka::source(options, decls, ""); }, "'OrderCreated' names no topic");
+    auto elsewhere = decls;
+    elsewhere.sequences[0].messages[4].cluster = "audit";
+    expect_configuration_error([&] { kafka::source(options, elsewhere, topic); }, "cluster 'audit', which is not configured");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- end to end through the mock cluster ----
+
+BOOST_AUTO_TEST_SUITE(end_to_end)
+
+BOOST_AUTO_TEST_CASE(out_of_order_and_duplicated_records_of_100_contexts_are_handled_once_in_order) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, partitions);
+    const order_workload work(100, 0.3, 1);
+    work.produce(cluster, topic, partitions, 2);
+
+    si::memory::store store;
+    call_log log;
+    service s(store, log, options_for(cluster, "e2e"));
+    si::testing::committed_watch committed(cluster, "e2e", topic, partitions);
+    si::testing::consumers threads;
+    threads.run<kafka_inbox>({&s.inbox}, 3, [&] { return log.size() >= work.logical && committed.reached(); });
+    s.source.close();
+
+    si::testing::expect_once_in_order(log, work);
+    BOOST_TEST(s.sink.size() == 0u);
+    expect_all_committed(cluster, "e2e");
+    BOOST_TEST_MESSAGE("records " << work.records.size() << ", logical " << work.logical << ", commits "
+                                  << s.source.statistics().commits);
+}
+
+BOOST_AUTO_TEST_CASE(a_rebalance_in_the_middle_of_the_stream_loses_and_repeats_nothing) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, partitions);
+    const order_workload work(100, 0.3, 3);
+    work.produce(cluster, topic, partitions, 4);
+
+    si::memory::store store;
+    call_log log;
+    std::atomic<bool> second_joined{false};
+    // The first member is slow until the second one has partitions, so the stream is mid-way.
+    auto slow_until_joined = [&] {
+        if (!second_joined) std::this_thread::sleep_for(10ms);
+    };
+    service first(store, log, options_for(cluster, "rebalance"), si::testing::order_declarations(), slow_until_joined);
+    std::unique_ptr<service> second;
+    si::testing::committed_watch committed(cluster, "rebalance", topic, partitions);
+    si::testing::consumers threads, more;
+    std::jthread joiner([&] {
+        while (log.size() < work.logical / 10) std::this_thread::sleep_for(10ms);
+        second = std::make_unique<service>(store, log, options_for(cluster, "rebalance"));
+        more.spin<kafka_inbox>({&second->inbox}, 1, [&] {
+            second_joined = second_joined || second->source.statistics().polled > 0;
+            return log.size() >= work.logical && second_joined && committed.reached();
+        });
+    });
+    threads.run<kafka_inbox>({&first.inbox}, 1, [&] { return log.size() >= work.logical && second_joined && committed.reached(); }, 90s);
+    joiner.join();
+    BOOST_TEST(more.unexpected().empty(), more.unexpected());
+    BOOST_TEST_REQUIRE(second_joined.load());
+    const auto handled_before_close = log.size();
+    first.source.close();
+    second->source.close();
+
+    BOOST_TEST(log.size() == handled_before_close);
+    si::testing::expect_once_in_order(log, work);
+    BOOST_TEST(first.source.statistics().rebalances >= 2u);  // assigned, revoked (and assigned again)
+    BOOST_TEST(second->source.statistics().polled > 0u);
+    expect_all_committed(cluster, "rebalance");
+    BOOST_TEST_MESSAGE("first polled " << first.source.statistics().polled << ", second polled "
+                                       << second->source.statistics().polled << ", handled " << log.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_consumer_killed_before_committing_has_its_records_skipped_as_duplicates) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, partitions);
+    const order_workload work(100, 0.3, 5);
+    work.produce(cluster, topic, partitions, 6);
+
+    si::memory::store store;
+    call_log log;
+    auto never_commits = options_for(cluster, "crash");
+    never_commits.commit_interval = std::chrono::hours(1);
+    auto crashed = std::make_unique<service>(store, log, never_commits);
+    si::testing::consumers threads;
+    threads.run<kafka_inbox>({&crashed->inbox}, 2, [&] {
+        return crashed->source.statistics().acknowledged >= work.records.size();  // nothing comes twice yet
+    });
+    crashed->source.abandon();
+    BOOST_TEST(crashed->source.statistics().commits == 0u);
+    crashed.reset();
+    si::testing::expect_once_in_order(log, work);
+    const auto handled = log.size();
+
+    service restarted(store, log, options_for(cluster, "crash"));
+    si::testing::committed_watch committed(cluster, "crash", topic, partitions);
+    threads.run<kafka_inbox>({&restarted.inbox}, 2, [&] { return committed.reached(); });
+    restarted.source.close();
+    BOOST_TEST(restarted.source.statistics().polled >= work.records.size());  // all of it came again
+    BOOST_TEST(log.size() == handled);                                        // and was skipped
+    expect_all_committed(cluster, "crash");
+}
+
+BOOST_AUTO_TEST_CASE(consumption_resumes_after_every_broker_was_down) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, partitions);
+    const order_workload work(100, 0.3, 7);
+    const std::size_t half = work.records.size() / 2;
+    work.produce(cluster, topic, partitions, 8, 0, half);
+
+    si::memory::store store;
+    call_log log;
+    std::atomic<bool> brokers_were_down{false};
+    service s(store, log, options_for(cluster, "outage"));
+    // Half of the stream is consumed, every broker goes down for longer than the session
+    // timeout, and the other half is produced once they are back: it must still arrive.
+    std::jthread outage([&] {
+        while (s.source.statistics().acknowledged < half) std::this_thread::sleep_for(5ms);
+        rd_kafka_mock_broker_set_down(cluster.native(), -1);
+        std::this_thread::sleep_for(5s);
+        rd_kafka_mock_broker_set_up(cluster.native(), -1);
+        work.produce(cluster, topic, partitions, 9, half);
+        brokers_were_down = true;
+    });
+    si::testing::committed_watch committed(cluster, "outage", topic, partitions);
+    si::testing::consumers threads;
+    threads.run<kafka_inbox>({&s.inbox}, 2, [&] { return brokers_were_down && log.size() >= work.logical && committed.reached(); }, 90s);
+    const auto stats = s.source.statistics();
+    BOOST_TEST_MESSAGE("polled " << stats.polled << ", acknowledged " << stats.acknowledged << ", commits " << stats.commits
+                                 << ", commit failures " << stats.commit_failures << ", rebalances " << stats.rebalances
+                                 << ", consumer errors " << stats.consumer_errors);
+    s.source.close();
+    si::testing::expect_once_in_order(log, work);
+    expect_all_committed(cluster, "outage");
+}
+
+BOOST_AUTO_TEST_CASE(two_clusters_feed_one_sequence) {
+    mock_cluster main_cluster, audit_cluster;
+    main_cluster.create_topic(topic, partitions);
+    audit_cluster.create_topic("shipping", partitions);
+    auto decls = si::testing::order_declarations();
+    decls.sequences[0].messages[4].topic = "shipping";  // OrderShipped
+    decls.sequences[0].messages[4].cluster = "audit";
+
+    const order_workload work(100, 0.3, 9);
+    std::mt19937_64 rng(10);
+    for (const auto& e : work.records) {
+        const bool shipped = *e.find_header("message-type") == "OrderShipped";
+        (shipped ? audit_cluster : main_cluster).produce_async(shipped ? "shipping" : topic, e, static_cast<std::int32_t>(rng() % partitions));
+    }
+    main_cluster.flush();
+    audit_cluster.flush();
+
+    auto options = options_for(main_cluster, "two-clusters");
+    options.clusters.push_back({"audit", si::testing::consumer_properties(audit_cluster.bootstraps(), "two-clusters")});
+    si::memory::store store;
+    call_log log;
+    service s(store, log, options, decls);
+    si::testing::consumers threads;
+    si::testing::committed_watch main_committed(main_cluster, "two-clusters", topic, partitions),
+        audit_committed(audit_cluster, "two-clusters", "shipping", partitions);
+    threads.run<kafka_inbox>({&s.inbox}, 2, [&] {
+        return log.size() >= work.logical && main_committed.reached() && audit_committed.reached();
+    });
+    s.source.close();
+
+    si::testing::expect_once_in_order(log, work);
+    std::size_t from_audit = 0;
+    for (const auto& c : log.calls()) from_audit += c.type == "OrderShipped" ? 1 : 0;
+    BOOST_TEST(from_audit == work.contexts.size());
+    expect_all_committed(main_cluster, "two-clusters");
+    expect_all_committed(audit_cluster, "two-clusters", "shipping");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
