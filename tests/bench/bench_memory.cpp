@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_support.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "support/world.hpp"
@@ -38,26 +39,13 @@ using seqinbox::envelope;
 using seqinbox::memory::inbox;
 using seqinbox::testing::declare;
 using seqinbox::testing::record;
-using clock_type = std::chrono::steady_clock;
+using seqinbox::bench::check_failed;
+using seqinbox::bench::clock_type;
+using seqinbox::bench::elapsed_ns;
+using seqinbox::bench::print;
+using seqinbox::bench::require;
 
 constexpr int runs = 5;  // best of N: the machine is shared and noisy
-
-struct check_failed : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-void require(bool ok, const std::string& what) {
-    if (!ok) throw check_failed(what);
-}
-
-void print(std::string_view name, double value) { std::printf("%.*s %.6g\n", static_cast<int>(name.size()), name.data(), value); }
-void print(std::string_view name, std::size_t value) {
-    std::printf("%.*s %zu\n", static_cast<int>(name.size()), name.data(), value);
-}
-
-double elapsed_ns(clock_type::time_point from, clock_type::time_point to) {
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
-}
 
 /// A chain sequence: types[0] has no condition, types[i] is released after types[i-1].
 seqinbox::declarations<std::string> chain(const std::string& name, const std::vector<std::string>& types) {

@@ -1,0 +1,37 @@
+#pragma once
+// Shared by the benchmarks: `name value` output lines, correctness checks that fail the run, and
+// timing helpers.
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace seqinbox::bench {
+
+using clock_type = std::chrono::steady_clock;
+
+/// A correctness check of the benchmark failed: its figures mean nothing.
+struct check_failed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline void require(bool ok, const std::string& what) {
+    if (!ok) throw check_failed(what);
+}
+
+inline void print(std::string_view name, double value) {
+    std::printf("%.*s %.6g\n", static_cast<int>(name.size()), name.data(), value);
+}
+inline void print(std::string_view name, std::size_t value) {
+    std::printf("%.*s %zu\n", static_cast<int>(name.size()), name.data(), value);
+}
+
+inline double elapsed_ns(clock_type::time_point from, clock_type::time_point to) {
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
+
+inline double elapsed_s(clock_type::time_point from, clock_type::time_point to) { return elapsed_ns(from, to) / 1e9; }
+
+}  // namespace seqinbox::bench
