@@ -12,6 +12,7 @@
 #include "kafka/kafka_world.hpp"
 #include "offset_tracker.hpp"
 #include "seqinbox/inbox.hpp"
+#include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/kafka/source.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/store.hpp"
@@ -341,6 +342,63 @@ BOOST_AUTO_TEST_CASE(two_clusters_feed_one_sequence) {
     BOOST_TEST(from_audit == work.contexts.size());
     expect_all_committed(main_cluster, "two-clusters");
     expect_all_committed(audit_cluster, "two-clusters", "shipping");
+}
+
+// Poison records in the middle of one partition: a listener that throws, an undecodable record
+// and an unknown type each become one dead-letter record naming the failure and its origin,
+// and the records behind them in the partition are still handled.
+BOOST_AUTO_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partition_keeps_flowing) {
+    using dead_letter_inbox = si::basic_inbox<si::memory::store, kafka::source, kafka::dead_letter_sink>;
+    mock_cluster cluster;
+    cluster.create_topic(topic, 1);
+    cluster.create_topic("dead-letters", 1);
+    auto boom = si::testing::record("OrderCreated", "boom@order-9", "order-9", "boom");
+    auto undecodable = si::testing::record("OrderCreated", "x", "order-9");
+    undecodable.headers = {{"message-type", "OrderCreated"}};  // no idempotence id
+    const auto unknown = si::testing::record("OrderCancelled", "cancel@order-9", "order-9");
+    const std::vector<si::envelope> stream = {si::testing::record("OrderCreated", "c@order-1", "order-1"), boom, undecodable, unknown,
+                                          si::testing::record("OrderCreated", "c@order-2", "order-2")};
+    for (const auto& e : stream) cluster.produce_async(topic, e, 0);
+    cluster.flush();
+
+    si::memory::store store;
+    kafka::source source(options_for(cluster, "poison"), si::testing::order_declarations(), topic);
+    kafka::dead_letter_sink sink({.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"});
+    dead_letter_inbox inbox(store, source, sink, si::testing::order_declarations());
+    call_log log;
+    for (const auto& seq : inbox.declared().sequences)
+        for (const auto& msg : seq.messages)
+            inbox.on(msg.qualified_type(), [&log](const std::string& value, const dead_letter_inbox::context& ctx) {
+                if (value == "boom") throw std::runtime_error("the listener refused " + ctx.idempotence_id);
+                log.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+            });
+    si::testing::committed_watch committed(cluster, "poison", topic, 1);
+    si::testing::consumers threads;
+    threads.run<dead_letter_inbox>({&inbox}, 1, [&] { return log.size() == 2 && committed.reached(); });
+    source.close();
+
+    BOOST_TEST(log.count("OrderCreated", "c@order-2") == 1u);  // behind the poison, still handled
+    const auto dead = cluster.read_all("dead-letters", 1, 3);
+    BOOST_TEST_REQUIRE(dead.size() == 3u);
+    BOOST_TEST(sink.statistics().published == 3u);
+    const std::vector<std::string> expected_reason = {"the listener refused boom@order-9", "idempotence-id", "unknown message type 'OrderCancelled'"};
+    for (std::size_t i = 0; i < dead.size(); ++i) {
+        const auto& original = stream[i + 1];
+        BOOST_TEST(dead[i].key == original.key);
+        BOOST_TEST(dead[i].value == original.value);
+        BOOST_TEST(dead[i].find_header("message-type").value_or("") == *original.find_header("message-type"));
+        auto header = [&](std::string_view name) { return std::string(dead[i].find_header(name).value_or("<none>")); };
+        BOOST_TEST(header(kafka::dead_letter_header::reason).find(expected_reason[i]) != std::string::npos, header(kafka::dead_letter_header::reason));
+        BOOST_TEST(header(kafka::dead_letter_header::original_topic) == topic);
+        BOOST_TEST(header(kafka::dead_letter_header::original_partition) == "0");
+        BOOST_TEST(header(kafka::dead_letter_header::original_offset) == std::to_string(i + 1));
+    }
+    auto header_of = [&](std::size_t i, std::string_view name) { return std::string(dead[i].find_header(name).value_or("<none>")); };
+    BOOST_TEST(header_of(0, kafka::dead_letter_header::qualified_type) == "OrderCreated");
+    BOOST_TEST(header_of(0, kafka::dead_letter_header::idempotence_id) == "boom@order-9");
+    BOOST_TEST(header_of(0, kafka::dead_letter_header::context_id) == "order-9");
+    BOOST_TEST(header_of(2, kafka::dead_letter_header::qualified_type) == "OrderCancelled");
+    BOOST_TEST(header_of(2, kafka::dead_letter_header::idempotence_id) == "cancel@order-9");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

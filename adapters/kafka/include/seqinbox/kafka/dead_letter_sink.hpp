@@ -46,13 +46,13 @@ struct dead_letter_options {
     /// librdkafka producer properties; bootstrap.servers is required. enable.idempotence and acks
     /// are forced to true and all; message.timeout.ms (alias delivery.timeout.ms) follows
     /// delivery_timeout. Giving any of them another value is a configuration error.
-    properties producer;
+    properties producer{};
     /// The dead-letter topic; records are partitioned by the original key.
-    std::string topic;
+    std::string topic{};
     /// How long publish() waits for the broker's acknowledgement of its record (must be > 0).
     std::chrono::milliseconds delivery_timeout{30000};
     /// Name of the cluster holding the dead-letter topic, used in error messages only.
-    std::string cluster_name;
+    std::string cluster_name{};
 };
 
 /// Counters of one sink since its creation.
