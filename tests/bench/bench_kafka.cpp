@@ -373,15 +373,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    try {
+    return seqinbox::bench::run_guarded("bench_kafka", [&] {
         if (quick) bench(5'000, 1);
         else bench(200'000, 3);
-    } catch (const check_failed& e) {
-        std::fprintf(stderr, "bench_kafka: check failed: %s\n", e.what());
-        return 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench_kafka: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+    });
 }

@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    try {
+    return seqinbox::bench::run_guarded("bench_memory", [&] {
         if (contexts > 0) {
             bench_throughput(contexts);
         } else if (quick) {
@@ -324,12 +324,5 @@ int main(int argc, char** argv) {
             bench_throughput(26'667);
             bench_release({10, 100, 1000, 10000}, 10000, 100);
         }
-    } catch (const check_failed& e) {
-        std::fprintf(stderr, "bench_memory: check failed: %s\n", e.what());
-        return 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench_memory: %s\n", e.what());
-        return 1;
-    }
-    return 0;
+    });
 }

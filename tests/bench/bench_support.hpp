@@ -34,4 +34,18 @@ inline double elapsed_ns(clock_type::time_point from, clock_type::time_point to)
 
 inline double elapsed_s(clock_type::time_point from, clock_type::time_point to) { return elapsed_ns(from, to) / 1e9; }
 
+/// Runs a benchmark's body and turns its failures into a message and exit status 1.
+template <class Body>
+int run_guarded(const char* program, Body body) {
+    try {
+        body();
+        return 0;
+    } catch (const check_failed& e) {
+        std::fprintf(stderr, "%s: check failed: %s\n", program, e.what());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", program, e.what());
+    }
+    return 1;
+}
+
 }  // namespace seqinbox::bench

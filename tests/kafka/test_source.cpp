@@ -65,6 +65,23 @@ void expect_all_committed(const mock_cluster& cluster, const std::string& group,
         BOOST_TEST(committed[p] == ends[p], name << "/" << p << ": committed " << committed[p] << ", end " << ends[p]);
 }
 
+/// A fresh mock cluster whose orders topic holds an order workload of 100 contexts with 30 %
+/// duplicates (produced at once unless `Produced` is false), and the store and listener log the
+/// services of one test share.
+template <std::uint64_t Seed, bool Produced = true>
+struct order_stream {
+    mock_cluster cluster;
+    const order_workload work{100, 0.3, Seed};
+    si::memory::store store;
+    call_log log;
+
+    order_stream() {
+        cluster.create_topic(topic, partitions);
+        if (Produced) work.produce(cluster, topic, partitions, Seed + 1);
+    }
+};
+using outage_stream = order_stream<7, false>;
+
 }  // namespace
 
 // ---- the offset bookkeeping on its own ----
@@ -180,14 +197,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(end_to_end)
 
-BOOST_AUTO_TEST_CASE(out_of_order_and_duplicated_records_of_100_contexts_are_handled_once_in_order) {
-    mock_cluster cluster;
-    cluster.create_topic(topic, partitions);
-    const order_workload work(100, 0.3, 1);
-    work.produce(cluster, topic, partitions, 2);
-
-    si::memory::store store;
-    call_log log;
+BOOST_FIXTURE_TEST_CASE(out_of_order_and_duplicated_records_of_100_contexts_are_handled_once_in_order, order_stream<1>) {
     service s(store, log, options_for(cluster, "e2e"));
     si::testing::committed_watch committed(cluster, "e2e", topic, partitions);
     si::testing::consumers threads;
@@ -201,56 +211,58 @@ BOOST_AUTO_TEST_CASE(out_of_order_and_duplicated_records_of_100_contexts_are_han
                                   << s.source.statistics().commits);
 }
 
-BOOST_AUTO_TEST_CASE(a_rebalance_in_the_middle_of_the_stream_loses_and_repeats_nothing) {
-    mock_cluster cluster;
-    cluster.create_topic(topic, partitions);
-    const order_workload work(100, 0.3, 3);
-    work.produce(cluster, topic, partitions, 4);
-
-    si::memory::store store;
-    call_log log;
-    std::atomic<bool> second_joined{false};
-    // The first member is slow until the second one has partitions, so the stream is mid-way.
-    auto slow_until_joined = [&] {
-        if (!second_joined) std::this_thread::sleep_for(10ms);
-    };
-    service first(store, log, options_for(cluster, "rebalance"), si::testing::order_declarations(), slow_until_joined);
-    std::unique_ptr<service> second;
-    si::testing::committed_watch committed(cluster, "rebalance", topic, partitions);
-    si::testing::consumers threads, more;
-    std::jthread joiner([&] {
-        while (log.size() < work.logical / 10) std::this_thread::sleep_for(10ms);
-        second = std::make_unique<service>(store, log, options_for(cluster, "rebalance"));
-        more.spin<kafka_inbox>({&second->inbox}, 1, [&] {
-            second_joined = second_joined || second->source.statistics().polled > 0;
-            return log.size() >= work.logical && second_joined && committed.reached();
+/// Two members of one group with `strategy`; the second joins while the first is mid-stream.
+struct rebalance_mid_stream : order_stream<3> {
+    void run(const std::string& strategy) {
+        auto options = [&] {
+            auto o = options_for(cluster, "rebalance");
+            o.clusters[0].consumer["partition.assignment.strategy"] = strategy;
+            return o;
+        };
+        std::atomic<bool> second_joined{false};
+        // The first member is slow until the second one has partitions, so the stream is mid-way.
+        auto slow_until_joined = [&] {
+            if (!second_joined) std::this_thread::sleep_for(10ms);
+        };
+        service first(store, log, options(), si::testing::order_declarations(), slow_until_joined);
+        std::unique_ptr<service> second;
+        si::testing::committed_watch committed(cluster, "rebalance", topic, partitions);
+        si::testing::consumers threads, more;
+        std::jthread joiner([&] {
+            while (log.size() < work.logical / 10) std::this_thread::sleep_for(10ms);
+            second = std::make_unique<service>(store, log, options());
+            more.spin<kafka_inbox>({&second->inbox}, 1, [&] {
+                second_joined = second_joined || second->source.statistics().polled > 0;
+                return log.size() >= work.logical && second_joined && committed.reached();
+            });
         });
-    });
-    threads.run<kafka_inbox>({&first.inbox}, 1, [&] { return log.size() >= work.logical && second_joined && committed.reached(); }, 90s);
-    joiner.join();
-    BOOST_TEST(more.unexpected().empty(), more.unexpected());
-    BOOST_TEST_REQUIRE(second_joined.load());
-    const auto handled_before_close = log.size();
-    first.source.close();
-    second->source.close();
+        threads.run<kafka_inbox>({&first.inbox}, 1, [&] { return log.size() >= work.logical && second_joined && committed.reached(); }, 90s);
+        joiner.join();
+        BOOST_TEST(more.unexpected().empty(), more.unexpected());
+        BOOST_TEST_REQUIRE(second_joined.load());
+        const auto handled_before_close = log.size();
+        first.source.close();
+        second->source.close();
 
-    BOOST_TEST(log.size() == handled_before_close);
-    si::testing::expect_once_in_order(log, work);
-    BOOST_TEST(first.source.statistics().rebalances >= 2u);  // assigned, revoked (and assigned again)
-    BOOST_TEST(second->source.statistics().polled > 0u);
-    expect_all_committed(cluster, "rebalance");
-    BOOST_TEST_MESSAGE("first polled " << first.source.statistics().polled << ", second polled "
-                                       << second->source.statistics().polled << ", handled " << log.size());
+        BOOST_TEST(log.size() == handled_before_close);
+        si::testing::expect_once_in_order(log, work);
+        BOOST_TEST(first.source.statistics().rebalances >= 2u);  // assigned, revoked (and assigned again)
+        BOOST_TEST(second->source.statistics().polled > 0u);
+        expect_all_committed(cluster, "rebalance");
+        BOOST_TEST_MESSAGE(strategy << ": first polled " << first.source.statistics().polled << ", second polled "
+                                           << second->source.statistics().polled << ", handled " << log.size());
+    }
+};
+
+BOOST_FIXTURE_TEST_CASE(a_rebalance_in_the_middle_of_the_stream_loses_and_repeats_nothing, rebalance_mid_stream) {
+    run("range");  // eager: every partition is revoked, then assigned again
 }
 
-BOOST_AUTO_TEST_CASE(a_consumer_killed_before_committing_has_its_records_skipped_as_duplicates) {
-    mock_cluster cluster;
-    cluster.create_topic(topic, partitions);
-    const order_workload work(100, 0.3, 5);
-    work.produce(cluster, topic, partitions, 6);
+BOOST_FIXTURE_TEST_CASE(an_incremental_rebalance_in_the_middle_of_the_stream_loses_and_repeats_nothing, rebalance_mid_stream) {
+    run("cooperative-sticky");  // only the partitions that move are revoked
+}
 
-    si::memory::store store;
-    call_log log;
+BOOST_FIXTURE_TEST_CASE(a_consumer_killed_before_committing_has_its_records_skipped_as_duplicates, order_stream<5>) {
     auto never_commits = options_for(cluster, "crash");
     never_commits.commit_interval = std::chrono::hours(1);
     auto crashed = std::make_unique<service>(store, log, never_commits);
@@ -273,15 +285,9 @@ BOOST_AUTO_TEST_CASE(a_consumer_killed_before_committing_has_its_records_skipped
     expect_all_committed(cluster, "crash");
 }
 
-BOOST_AUTO_TEST_CASE(consumption_resumes_after_every_broker_was_down) {
-    mock_cluster cluster;
-    cluster.create_topic(topic, partitions);
-    const order_workload work(100, 0.3, 7);
+BOOST_FIXTURE_TEST_CASE(consumption_resumes_after_every_broker_was_down, outage_stream) {
     const std::size_t half = work.records.size() / 2;
     work.produce(cluster, topic, partitions, 8, 0, half);
-
-    si::memory::store store;
-    call_log log;
     std::atomic<bool> brokers_were_down{false};
     service s(store, log, options_for(cluster, "outage"));
     // Half of the stream is consumed, every broker goes down for longer than the session

@@ -79,6 +79,7 @@ struct source::impl {
         std::size_t index = 0;
         std::string cluster;
         rd_kafka_t* client = nullptr;
+        bool cooperative = false;  ///< incremental (cooperative-sticky) rather than eager rebalances
         ~consumer() {
             if (client) rd_kafka_destroy(client);  // closes the member: its callbacks still run
         }
@@ -112,6 +113,8 @@ struct source::impl {
 
     void subscribe(const cluster_config& cluster, const std::set<std::string>& topics) {
         auto member = std::make_unique<consumer>(consumer{this, consumers.size(), cluster.name});
+        member->cooperative = detail::property_or(cluster.consumer, "partition.assignment.strategy", "").find("cooperative") !=
+                              std::string::npos;
         const std::string role = "Kafka consumer of cluster '" + cluster.name + "'";
         auto conf = detail::make_conf(checked_consumer_properties(cluster), role);
         rd_kafka_conf_set_rebalance_cb(conf.get(), on_rebalance);
@@ -306,17 +309,18 @@ struct source::impl {
             ++c.owner->stats.rebalances;
         }
         c.owner->report("cluster '" + c.cluster + "': " + (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") +
-                        std::to_string(partitions->cnt) + " partitions (" + rd_kafka_memberid(client) + ")");
+                        std::to_string(partitions->cnt) + " partitions");
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->note_assigned(c, *partitions);
-        apply_assignment(client, err, partitions);
+        apply_assignment(client, c.cooperative, err, partitions);
     }
 
-    static void apply_assignment(rd_kafka_t* client, rd_kafka_resp_err_t err,
+    // The protocol is known from the configuration: rd_kafka_rebalance_protocol() would wait for
+    // the group thread, which blocks forever inside rd_kafka_consumer_close().
+    static void apply_assignment(rd_kafka_t* client, bool cooperative, rd_kafka_resp_err_t err,
                                  rd_kafka_topic_partition_list_t* partitions) {
         const bool assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
-        const char* protocol = rd_kafka_rebalance_protocol(client);
-        if (protocol && std::string_view(protocol) == "COOPERATIVE") {
+        if (cooperative) {
             rd_kafka_error_t* failure = assign ? rd_kafka_incremental_assign(client, partitions)
                                                : rd_kafka_incremental_unassign(client, partitions);
             if (failure) rd_kafka_error_destroy(failure);
