@@ -82,6 +82,17 @@ struct order_stream {
 };
 using outage_stream = order_stream<7, false>;
 
+/// Listeners that record every message, except that they throw for a record whose value is "boom".
+template <class Inbox>
+void listen_refusing_boom(Inbox& inbox, call_log& log) {
+    for (const auto& seq : inbox.declared().sequences)
+        for (const auto& msg : seq.messages)
+            inbox.on(msg.qualified_type(), [&log](const std::string& value, const typename Inbox::context& ctx) {
+                if (value == "boom") throw std::runtime_error("the listener refused " + ctx.idempotence_id);
+                log.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+            });
+}
+
 }  // namespace
 
 // ---- the offset bookkeeping on its own ----
@@ -372,12 +383,7 @@ BOOST_AUTO_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partitio
     kafka::dead_letter_sink sink({.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"});
     dead_letter_inbox inbox(store, source, sink, si::testing::order_declarations());
     call_log log;
-    for (const auto& seq : inbox.declared().sequences)
-        for (const auto& msg : seq.messages)
-            inbox.on(msg.qualified_type(), [&log](const std::string& value, const dead_letter_inbox::context& ctx) {
-                if (value == "boom") throw std::runtime_error("the listener refused " + ctx.idempotence_id);
-                log.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
-            });
+    listen_refusing_boom(inbox, log);
     si::testing::committed_watch committed(cluster, "poison", topic, 1);
     si::testing::consumers threads;
     threads.run<dead_letter_inbox>({&inbox}, 1, [&] { return log.size() == 2 && committed.reached(); });
@@ -405,6 +411,47 @@ BOOST_AUTO_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partitio
     BOOST_TEST(header_of(0, kafka::dead_letter_header::context_id) == "order-9");
     BOOST_TEST(header_of(2, kafka::dead_letter_header::qualified_type) == "OrderCancelled");
     BOOST_TEST(header_of(2, kafka::dead_letter_header::idempotence_id) == "cancel@order-9");
+}
+
+// The dead-letter record cannot be written: the inbox reaches no decision, the source takes the
+// record back and does not commit past it, and the next attempt writes it.
+BOOST_AUTO_TEST_CASE(a_dead_letter_record_that_cannot_be_written_holds_back_the_commit_until_it_is) {
+    using dead_letter_inbox = si::basic_inbox<si::memory::store, kafka::source, kafka::dead_letter_sink>;
+    mock_cluster cluster;
+    cluster.create_topic(topic, 1);
+    cluster.create_topic("dead-letters", 1);
+    for (const auto& e : {si::testing::record("OrderCreated", "c@order-1", "order-1"),
+                          si::testing::record("OrderCreated", "boom@order-9", "order-9", "boom"),
+                          si::testing::record("OrderCreated", "c@order-2", "order-2")})
+        cluster.produce_async(topic, e, 0);
+    cluster.flush();
+
+    si::memory::store store;
+    kafka::source source(options_for(cluster, "dead-letter-down"), si::testing::order_declarations(), topic);
+    kafka::dead_letter_sink sink({.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"});
+    dead_letter_inbox inbox(store, source, sink, si::testing::order_declarations());
+    call_log log;
+    listen_refusing_boom(inbox, log);
+
+    auto next = [&] {
+        for (;;)
+            if (auto result = inbox.poll_once()) return *result;
+    };
+    BOOST_TEST(to_string(next().outcome) == "processed");
+    rd_kafka_mock_push_request_errors(cluster.native(), 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    BOOST_CHECK_THROW(next(), si::error);
+    BOOST_TEST(source.statistics().redelivered == 1u);
+    source.commit();
+    BOOST_TEST(cluster.committed("dead-letter-down", topic, 1).at(0) == 1);  // not past the failed record
+
+    BOOST_TEST(to_string(next().outcome) == "failed");  // the same record again; its dead letter is written
+    BOOST_TEST(to_string(next().outcome) == "processed");
+    source.close();
+    BOOST_TEST(cluster.committed("dead-letter-down", topic, 1).at(0) == 3);
+    const auto dead = cluster.read_all("dead-letters", 1, 1);
+    BOOST_TEST_REQUIRE(dead.size() == 1u);
+    BOOST_TEST(std::string(dead[0].find_header(kafka::dead_letter_header::original_offset).value_or("")) == "1");
+    BOOST_TEST(log.size() == 2u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
