@@ -80,6 +80,7 @@ struct source::impl {
         std::string cluster;
         rd_kafka_t* client = nullptr;
         bool cooperative = false;  ///< incremental (cooperative-sticky) rather than eager rebalances
+        int assigned = 0;          ///< partitions assigned now (changed by rebalances, under the poll lock)
         ~consumer() {
             if (client) rd_kafka_destroy(client);  // closes the member: its callbacks still run
         }
@@ -313,6 +314,13 @@ struct source::impl {
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->note_assigned(c, *partitions);
         apply_assignment(client, c.cooperative, err, partitions);
+        c.assigned = assigned_after(c, err, partitions->cnt);
+    }
+
+    static int assigned_after(const consumer& c, rd_kafka_resp_err_t err, int changed) {
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) return c.cooperative ? c.assigned + changed : changed;
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && c.cooperative) return c.assigned - changed;
+        return 0;
     }
 
     // The protocol is known from the configuration: rd_kafka_rebalance_protocol() would wait for
@@ -365,16 +373,31 @@ struct source::impl {
     void close() {
         std::lock_guard poll_lock(poll_mutex);
         if (closed) return;
+        for (const auto& c : consumers) give_up_partitions(*c);
         try {
             commit_now();
-        } catch (const error& e) {  // the revocation below commits again; failing that, duplicates follow, no loss
+        } catch (const error& e) {  // the next owner gets the records after the last commit again: duplicates, no loss
             report(std::string("closing: ") + e.what());
         }
         closed = true;
         for (const auto& c : consumers)
-            if (const auto err = rd_kafka_consumer_close(c->client))  // revokes: waits and commits
+            if (const auto err = rd_kafka_consumer_close(c->client))
                 report("cluster '" + c->cluster + "': closing: " + rd_kafka_err2str(err));
         destroy_consumers(0);
+    }
+
+    /// Unsubscribes and serves the revocation here (it waits for in-flight records and commits)
+    /// rather than inside rd_kafka_consumer_close(), where librdkafka 2.0's rd_kafka_assign()
+    /// can block forever (confluentinc/librdkafka#4884). Records fetched meanwhile are dropped:
+    /// they were never handed out, so they come again to the next owner.
+    void give_up_partitions(consumer& c) {
+        if (const auto err = rd_kafka_unsubscribe(c.client)) {
+            report("cluster '" + c.cluster + "': unsubscribing: " + rd_kafka_err2str(err));
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + options.revoke_timeout + std::chrono::seconds(10);
+        while (c.assigned > 0 && std::chrono::steady_clock::now() < deadline)
+            detail::message_ptr dropped(rd_kafka_consumer_poll(c.client, 100));
     }
 
     void destroy_consumers(int flags) noexcept {
