@@ -197,6 +197,9 @@ BOOST_AUTO_TEST_CASE(bad_configuration_is_refused_with_the_offending_setting) {
     kafka::source_options options;
     options.clusters = {{"", si::testing::consumer_properties("127.0.0.1:1", "g")}};
     expect_configuration_error([&] { kafka::source(options, decls, ""); }, "'OrderCreated' names no topic");
+    auto twice = options;
+    twice.clusters.push_back(twice.clusters[0]);
+    expect_configuration_error([&] { kafka::source(twice, decls, topic); }, "cluster '' is configured twice");
     auto elsewhere = decls;
     elsewhere.sequences[0].messages[4].cluster = "audit";
     expect_configuration_error([&] { kafka::source(options, elsewhere, topic); }, "cluster 'audit', which is not configured");

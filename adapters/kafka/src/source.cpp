@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <iostream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string_view>
 
@@ -100,9 +101,24 @@ struct source::impl {
     std::vector<std::unique_ptr<consumer>> consumers;
 
     impl(source_options o, const std::vector<subscription>& subscriptions) : options(std::move(o)) {
-        if (options.clusters.empty()) throw error(error_category::configuration, "seqinbox::kafka::source: no cluster configured");
-        for (const auto& s : subscriptions) subscribe(cluster_config_of(s.cluster), s.topics);
+        check_cluster_names();
+        for (const auto& [cluster, topics] : topics_by_cluster(subscriptions)) subscribe(cluster_config_of(cluster), topics);
         if (consumers.empty()) throw error(error_category::configuration, "seqinbox::kafka::source: no topic to subscribe to");
+    }
+
+    void check_cluster_names() const {
+        if (options.clusters.empty()) throw error(error_category::configuration, "seqinbox::kafka::source: no cluster configured");
+        std::set<std::string> names;
+        for (const auto& c : options.clusters)
+            if (!names.insert(c.name).second)
+                throw error(error_category::configuration, "seqinbox::kafka::source: cluster '" + c.name + "' is configured twice");
+    }
+
+    /// One consumer per cluster, whatever the number of subscriptions naming it.
+    static std::map<std::string, std::set<std::string>> topics_by_cluster(const std::vector<subscription>& subscriptions) {
+        std::map<std::string, std::set<std::string>> result;
+        for (const auto& s : subscriptions) result[s.cluster].insert(s.topics.begin(), s.topics.end());
+        return result;
     }
 
     const cluster_config& cluster_config_of(const std::string& name) const {
