@@ -46,11 +46,7 @@ namespace {
 
 namespace si = seqinbox;
 namespace kafka = seqinbox::kafka;
-using si::bench::check_failed;
-using si::bench::clock_type;
-using si::bench::elapsed_s;
-using si::bench::print;
-using si::bench::require;
+using namespace seqinbox::bench;  // require, print, clocks: the benchmarks' shared vocabulary
 using si::testing::mock_cluster;
 
 using memory_inbox = si::basic_inbox<si::memory::store, si::memory::source, si::memory::error_sink>;

@@ -39,11 +39,7 @@ using seqinbox::envelope;
 using seqinbox::memory::inbox;
 using seqinbox::testing::declare;
 using seqinbox::testing::record;
-using seqinbox::bench::check_failed;
-using seqinbox::bench::clock_type;
-using seqinbox::bench::elapsed_ns;
-using seqinbox::bench::print;
-using seqinbox::bench::require;
+using namespace seqinbox::bench;  // require, print, clocks: the benchmarks' shared vocabulary
 
 constexpr int runs = 5;  // best of N: the machine is shared and noisy
 
