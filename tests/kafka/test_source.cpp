@@ -93,6 +93,35 @@ void listen_refusing_boom(Inbox& inbox, call_log& log) {
             });
 }
 
+/// A service on a fresh mock cluster whose failures go to a real dead-letter topic; its
+/// listeners refuse records whose value is "boom". Topics have one partition, so the records a
+/// test produces keep their order.
+struct dead_letter_service {
+    using inbox_type = si::basic_inbox<si::memory::store, kafka::source, kafka::dead_letter_sink>;
+    static constexpr const char* group = "dead-letter";
+
+    mock_cluster cluster;
+    bool topics_created = create_topics(cluster);  // before the source subscribes
+    si::memory::store store;
+    call_log log;
+    kafka::source source{options_for(cluster, group), si::testing::order_declarations(), topic};
+    kafka::dead_letter_sink sink{{.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"}};
+    inbox_type inbox{store, source, sink, si::testing::order_declarations()};
+
+    dead_letter_service() { listen_refusing_boom(inbox, log); }
+
+    void produce(const std::vector<si::envelope>& records) {
+        for (const auto& e : records) cluster.produce_async(topic, e, 0);
+        cluster.flush();
+    }
+
+    static bool create_topics(mock_cluster& c) {
+        c.create_topic(topic, 1);
+        c.create_topic("dead-letters", 1);
+        return true;
+    }
+};
+
 }  // namespace
 
 // ---- the offset bookkeeping on its own ----
@@ -367,29 +396,18 @@ BOOST_AUTO_TEST_CASE(two_clusters_feed_one_sequence) {
 // Poison records in the middle of one partition: a listener that throws, an undecodable record
 // and an unknown type each become one dead-letter record naming the failure and its origin,
 // and the records behind them in the partition are still handled.
-BOOST_AUTO_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partition_keeps_flowing) {
-    using dead_letter_inbox = si::basic_inbox<si::memory::store, kafka::source, kafka::dead_letter_sink>;
-    mock_cluster cluster;
-    cluster.create_topic(topic, 1);
-    cluster.create_topic("dead-letters", 1);
+BOOST_FIXTURE_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partition_keeps_flowing, dead_letter_service) {
     auto boom = si::testing::record("OrderCreated", "boom@order-9", "order-9", "boom");
     auto undecodable = si::testing::record("OrderCreated", "x", "order-9");
     undecodable.headers = {{"message-type", "OrderCreated"}};  // no idempotence id
     const auto unknown = si::testing::record("OrderCancelled", "cancel@order-9", "order-9");
     const std::vector<si::envelope> stream = {si::testing::record("OrderCreated", "c@order-1", "order-1"), boom, undecodable, unknown,
-                                          si::testing::record("OrderCreated", "c@order-2", "order-2")};
-    for (const auto& e : stream) cluster.produce_async(topic, e, 0);
-    cluster.flush();
+                                              si::testing::record("OrderCreated", "c@order-2", "order-2")};
+    produce(stream);
 
-    si::memory::store store;
-    kafka::source source(options_for(cluster, "poison"), si::testing::order_declarations(), topic);
-    kafka::dead_letter_sink sink({.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"});
-    dead_letter_inbox inbox(store, source, sink, si::testing::order_declarations());
-    call_log log;
-    listen_refusing_boom(inbox, log);
-    si::testing::committed_watch committed(cluster, "poison", topic, 1);
+    si::testing::committed_watch committed(cluster, group, topic, 1);
     si::testing::consumers threads;
-    threads.run<dead_letter_inbox>({&inbox}, 1, [&] { return log.size() == 2 && committed.reached(); });
+    threads.run<inbox_type>({&inbox}, 1, [&] { return log.size() == 2 && committed.reached(); });
     source.close();
 
     BOOST_TEST(log.count("OrderCreated", "c@order-2") == 1u);  // behind the poison, still handled
@@ -418,23 +436,9 @@ BOOST_AUTO_TEST_CASE(poison_records_go_to_the_dead_letter_topic_and_the_partitio
 
 // The dead-letter record cannot be written: the inbox reaches no decision, the source takes the
 // record back and does not commit past it, and the next attempt writes it.
-BOOST_AUTO_TEST_CASE(a_dead_letter_record_that_cannot_be_written_holds_back_the_commit_until_it_is) {
-    using dead_letter_inbox = si::basic_inbox<si::memory::store, kafka::source, kafka::dead_letter_sink>;
-    mock_cluster cluster;
-    cluster.create_topic(topic, 1);
-    cluster.create_topic("dead-letters", 1);
-    for (const auto& e : {si::testing::record("OrderCreated", "c@order-1", "order-1"),
-                          si::testing::record("OrderCreated", "boom@order-9", "order-9", "boom"),
-                          si::testing::record("OrderCreated", "c@order-2", "order-2")})
-        cluster.produce_async(topic, e, 0);
-    cluster.flush();
-
-    si::memory::store store;
-    kafka::source source(options_for(cluster, "dead-letter-down"), si::testing::order_declarations(), topic);
-    kafka::dead_letter_sink sink({.producer = si::testing::quiet_client(cluster.bootstraps()), .topic = "dead-letters"});
-    dead_letter_inbox inbox(store, source, sink, si::testing::order_declarations());
-    call_log log;
-    listen_refusing_boom(inbox, log);
+BOOST_FIXTURE_TEST_CASE(a_dead_letter_record_that_cannot_be_written_holds_back_the_commit_until_it_is, dead_letter_service) {
+    produce({si::testing::record("OrderCreated", "c@order-1", "order-1"), si::testing::record("OrderCreated", "boom@order-9", "order-9", "boom"),
+             si::testing::record("OrderCreated", "c@order-2", "order-2")});
 
     auto next = [&] {
         for (;;)
@@ -445,12 +449,12 @@ BOOST_AUTO_TEST_CASE(a_dead_letter_record_that_cannot_be_written_holds_back_the_
     BOOST_CHECK_THROW(next(), si::error);
     BOOST_TEST(source.statistics().redelivered == 1u);
     source.commit();
-    BOOST_TEST(cluster.committed("dead-letter-down", topic, 1).at(0) == 1);  // not past the failed record
+    BOOST_TEST(cluster.committed(group, topic, 1).at(0) == 1);  // not past the failed record
 
     BOOST_TEST(to_string(next().outcome) == "failed");  // the same record again; its dead letter is written
     BOOST_TEST(to_string(next().outcome) == "processed");
     source.close();
-    BOOST_TEST(cluster.committed("dead-letter-down", topic, 1).at(0) == 3);
+    BOOST_TEST(cluster.committed(group, topic, 1).at(0) == 3);
     const auto dead = cluster.read_all("dead-letters", 1, 1);
     BOOST_TEST_REQUIRE(dead.size() == 1u);
     BOOST_TEST(std::string(dead[0].find_header(kafka::dead_letter_header::original_offset).value_or("")) == "1");
