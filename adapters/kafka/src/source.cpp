@@ -79,12 +79,9 @@ struct source::impl {
         impl* owner = nullptr;
         std::size_t index = 0;
         std::string cluster;
-        rd_kafka_t* client = nullptr;
-        bool cooperative = false;  ///< incremental (cooperative-sticky) rather than eager rebalances
-        int assigned = 0;          ///< partitions assigned now (changed by rebalances, under the poll lock)
-        ~consumer() {
-            if (client) rd_kafka_destroy(client);  // closes the member: its callbacks still run
-        }
+        detail::client_ptr client{};  ///< destroying it closes the member: its callbacks still run
+        bool cooperative = false;   ///< incremental (cooperative-sticky) rather than eager rebalances
+        int assigned = 0;           ///< partitions assigned now (changed by rebalances, under the poll lock)
     };
 
     source_options options;
@@ -137,13 +134,13 @@ struct source::impl {
         rd_kafka_conf_set_rebalance_cb(conf.get(), on_rebalance);
         rd_kafka_conf_set_offset_commit_cb(conf.get(), on_commit);
         rd_kafka_conf_set_opaque(conf.get(), member.get());
-        member->client = detail::make_client(RD_KAFKA_CONSUMER, std::move(conf), role);
+        member->client.reset(detail::make_client(RD_KAFKA_CONSUMER, std::move(conf), role));
         consumers.push_back(std::move(member));  // owned before anything else can throw
         consumer& c = *consumers.back();
-        rd_kafka_poll_set_consumer(c.client);
+        rd_kafka_poll_set_consumer(c.client.get());
         detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
         for (const auto& topic : topics) rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
-        if (const auto err = rd_kafka_subscribe(c.client, list.get()))
+        if (const auto err = rd_kafka_subscribe(c.client.get(), list.get()))
             detail::throw_error(err, role + ": subscribing");
     }
 
@@ -163,7 +160,7 @@ struct source::impl {
     }
 
     std::optional<envelope> poll_one(consumer& c, std::chrono::milliseconds timeout) {
-        detail::message_ptr m(rd_kafka_consumer_poll(c.client, static_cast<int>(timeout.count())));
+        detail::message_ptr m(rd_kafka_consumer_poll(c.client.get(), static_cast<int>(timeout.count())));
         if (!m) return std::nullopt;
         if (m->err) {
             consumer_error(c, *m);
@@ -179,7 +176,7 @@ struct source::impl {
     void consumer_error(consumer& c, const rd_kafka_message_t& m) {
         if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
         char reason[512];
-        if (rd_kafka_fatal_error(c.client, reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (rd_kafka_fatal_error(c.client.get(), reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR)
             throw error(error_category::configuration, "Kafka consumer of cluster '" + c.cluster + "' failed fatally: " + reason);
         {
             std::lock_guard lock(mutex);
@@ -227,7 +224,7 @@ struct source::impl {
     void seek(consumer& c, const envelope& record) {
         detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(1));
         rd_kafka_topic_partition_list_add(list.get(), record.topic.c_str(), record.partition)->offset = record.offset;
-        if (rd_kafka_error_t* failure = rd_kafka_seek_partitions(c.client, list.get(), 10000)) {
+        if (rd_kafka_error_t* failure = rd_kafka_seek_partitions(c.client.get(), list.get(), 10000)) {
             const std::string text = rd_kafka_error_string(failure);
             rd_kafka_error_destroy(failure);
             // not owned any more: the new owner starts from the last commit, which is behind it
@@ -260,7 +257,7 @@ struct source::impl {
             std::lock_guard lock(mutex);
             ++stats.commits;
         }
-        const auto err = async ? rd_kafka_commit(c.client, list.get(), 1) : commit_and_wait(c, *list);
+        const auto err = async ? rd_kafka_commit(c.client.get(), list.get(), 1) : commit_and_wait(c, *list);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) detail::throw_error(err, "committing offsets of cluster '" + c.cluster + "'");
     }
 
@@ -278,7 +275,7 @@ struct source::impl {
             if (err != RD_KAFKA_RESP_ERR_NO_ERROR && offsets) r.member->owner->commit_failed(*r.member, *offsets);
             r.err = err;
         };
-        const auto err = rd_kafka_commit_queue(c.client, &list, nullptr, served, &result);  // no queue: served here
+        const auto err = rd_kafka_commit_queue(c.client.get(), &list, nullptr, served, &result);  // no queue: served here
         return err != RD_KAFKA_RESP_ERR_NO_ERROR ? err : result.err;
     }
 
@@ -397,7 +394,7 @@ struct source::impl {
         }
         closed = true;
         for (const auto& c : consumers)
-            if (const auto err = rd_kafka_consumer_close(c->client))
+            if (const auto err = rd_kafka_consumer_close(c->client.get()))
                 report("cluster '" + c->cluster + "': closing: " + rd_kafka_err2str(err));
         destroy_consumers(0);
     }
@@ -407,21 +404,18 @@ struct source::impl {
     /// can block forever (confluentinc/librdkafka#4884). Records fetched meanwhile are dropped:
     /// they were never handed out, so they come again to the next owner.
     void give_up_partitions(consumer& c) {
-        if (const auto err = rd_kafka_unsubscribe(c.client)) {
+        if (const auto err = rd_kafka_unsubscribe(c.client.get())) {
             report("cluster '" + c.cluster + "': unsubscribing: " + rd_kafka_err2str(err));
             return;
         }
         const auto deadline = std::chrono::steady_clock::now() + options.revoke_timeout + std::chrono::seconds(10);
         while (c.assigned > 0 && std::chrono::steady_clock::now() < deadline)
-            detail::message_ptr dropped(rd_kafka_consumer_poll(c.client, 100));
+            detail::message_ptr dropped(rd_kafka_consumer_poll(c.client.get(), 100));
     }
 
     void destroy_consumers(int flags) noexcept {
         for (auto& c : consumers)
-            if (c->client) {
-                rd_kafka_destroy_flags(c->client, flags);
-                c->client = nullptr;
-            }
+            if (c->client) rd_kafka_destroy_flags(c->client.release(), flags);
     }
 };
 
