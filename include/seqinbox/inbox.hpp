@@ -262,21 +262,18 @@ private:
             return skipped(d, result, "already claimed");
         }
         const auto existing = t1.find_messages(key);
-        std::optional<message_id> failed_row;
-        for (const auto& row : existing)
-            if (row.state == message_state::failed) failed_row = row.id;
         if (has_handled_row(existing)) {
             if (existing.size() > 1)
                 log(log_level::warn, [&] { return std::to_string(existing.size()) + " historical rows for " + describe(d) + ", treated as handled"; });
-            if (std::ranges::any_of(existing, [](auto& r) { return r.state == message_state::processed; }))
-                heal(t1, instance.id, d, result);
+            heal(t1, instance.id, d, result);
+            if (failed_meanwhile(t1, key, existing)) Claim::forget(t1, key);  // keep the FAILED message retryable
             t1.commit();
             return skipped(d, result, "already handled");
         }
 
         locked_instance locked = lock(t1, instance.id);
         if (!d.type->declaration->release.satisfied(locked.processed.is_processed())) {
-            buffer(t1, instance.id, d, failed_row, now);
+            buffer(t1, instance.id, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
             log(log_level::info, [&] { return "buffered " + describe(d); });
@@ -287,19 +284,14 @@ private:
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
-            fail_direct(t1, instance.id, d, failed_row, listener_failure());
+            fail_direct(t1, instance.id, d, listener_failure());
             result.outcome = outcome::failed;
             return result;
         }
         // A waiting duplicate takes over once T1's connection is lost: storing PROCESSED beside
         // its row would make two. The listener did run (the documented at-least-once window).
         require_alive(t1, d.type->qualified, d.idempotence_id, "while the listener ran");
-        state_step::run(*store_, t1, [&](transaction* tx) {
-            if (failed_row)
-                tx->update_message_state(*failed_row, message_state::processed, clock_.now());
-            else
-                tx->insert_message(row_for(instance.id, d, message_state::processed, now, false));
-        });
+        store_state(t1, d, row_for(instance.id, d, message_state::processed, now, false));
         result.outcome = outcome::processed;
         log(log_level::info, [&] { return "processed " + describe(d); });
         after_processed(t1, instance.id, d, locked, d.type->qualified, result);
@@ -311,15 +303,27 @@ private:
         return std::ranges::any_of(rows, [](const message_record& r) { return r.state != message_state::failed; });
     }
 
+    /// A WAITING row of the key may have been replayed while this duplicate held its claim: by
+    /// its own release pass, or by another delivery's while it waited for the instance lock (a
+    /// WAITING row whose claim transaction died has no claim). When that replay failed, the
+    /// FAILED message may not keep the claim this duplicate holds, or it could never be retried.
+    bool failed_meanwhile(transaction& t1, const claim_key& key, const std::vector<message_record>& seen) {
+        if (std::ranges::none_of(seen, [](const message_record& r) { return r.state == message_state::waiting; })) return false;
+        if (has_handled_row(t1.find_messages(key))) return false;
+        log(log_level::warn, [&] { return "the replay of " + key.type + "/" + key.idempotence_id + " failed meanwhile; its claim is deleted"; });
+        return true;
+    }
+
     delivery_result& skipped(const delivery& d, delivery_result& result, const char* why) {
         log(log_level::info, [&] { return "skipped duplicate " + describe(d) + " (" + why + ")"; });
         metrics_.duplicate(d.type->qualified);
         return result;
     }
 
-    /// A duplicate of a PROCESSED message still runs a release pass over every WAITING message of
-    /// the instance: if a connection died between storing PROCESSED and releasing successors
-    /// (perhaps successors of a message this one released), the redelivery releases them.
+    /// A duplicate still runs a release pass over every WAITING message of the instance: if a
+    /// connection died between storing PROCESSED and releasing successors (perhaps successors of
+    /// a message this one released), or before its WAITING row committed, so that the row was
+    /// stored outside the instance lock, the redelivery releases them.
     void heal(transaction& t1, instance_id instance, const delivery& d, delivery_result& result) {
         locked_instance locked = lock(t1, instance);
         if (!locked.waiting.empty()) {
@@ -350,29 +354,33 @@ private:
         return {state, detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
     }
 
-    /// A FAILED row of the key waits again instead of a second row: a release failure is stored
-    /// on its own, so the transaction that released it may roll back its predecessor afterwards.
-    /// That row came from a WAITING one and still holds the record.
-    void buffer(transaction& t1, instance_id instance, const delivery& d, std::optional<message_id> failed_row, timestamp now) {
-        state_step::run(*store_, t1, [&](transaction* tx) {
-            if (failed_row)
-                tx->update_message_state(*failed_row, message_state::waiting, now);
-            else
-                tx->insert_message(row_for(instance, d, message_state::waiting, now, true));
-        });
+    /// Stores the delivery's row in the state step. A FAILED row of the key takes the new state
+    /// instead of a second row (a release failure is stored on its own, so the transaction that
+    /// released it may roll back its predecessor afterwards). Should T1's connection die before
+    /// the step commits, a takeover of the claim and this step are serialised per key by the
+    /// store, so one of them finds the other's row rather than adding a second.
+    template <class Step = state_step>
+    void store_state(transaction& t1, const delivery& d, message_record row) {
+        stored_as what = stored_as::inserted;
+        if constexpr (Step::joins_claim_transaction)
+            what = t1.store_message(std::move(row));
+        else
+            what = store_->store_message(std::move(row));  // REQUIRES_NEW in one store call
+        if (what == stored_as::left_existing)
+            log(log_level::warn, [&] {
+                return "a takeover of the claim stored " + describe(d) + " first; its row is kept" +
+                       " (the listener may have run twice: the documented at-least-once window)";
+            });
+    }
+
+    void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
+        store_state(t1, d, row_for(instance, d, message_state::waiting, now, true));
     }
 
     /// The listener threw on the direct path: FAILED in its own transaction, error sink, roll
     /// back T1 (the claim disappears, so a resend retries).
-    void fail_direct(transaction& t1, instance_id instance, const delivery& d, std::optional<message_id> failed_row,
-                     const std::string& reason) {
-        const timestamp now = clock_.now();
-        propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
-            if (failed_row)
-                tx->update_message_state(*failed_row, message_state::failed, now);
-            else
-                tx->insert_message(row_for(instance, d, message_state::failed, now, false));
-        });
+    void fail_direct(transaction& t1, instance_id instance, const delivery& d, const std::string& reason) {
+        store_state<propagation::requires_new>(t1, d, row_for(instance, d, message_state::failed, clock_.now(), false));
         sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
         t1.rollback();
         metrics_.failed(d.type->qualified);

@@ -243,6 +243,10 @@ public:
                        [&] { return inner_->create_or_get_instance(sequence, context_id, created_at, retain_until); });
     }
 
+    seqinbox::stored_as store_message(const seqinbox::message_record& row) {
+        return counted("t2_store_message", [&] { return inner_->store_message(row); });
+    }
+
     const std::map<std::string, step_cost>& steps() const noexcept { return steps_; }
 
     template <class Call>
@@ -290,6 +294,9 @@ public:
     }
     void insert_message(const seqinbox::message_record& row) {
         traced("insert_message", [&] { inner().insert_message(row); });
+    }
+    seqinbox::stored_as store_message(const seqinbox::message_record& row) {
+        return traced("store_message", [&] { return inner().store_message(row); });
     }
     void update_message_state(seqinbox::message_id id, seqinbox::message_state state, seqinbox::timestamp now) {
         traced("update_message_state", [&] { inner().update_message_state(id, state, now); });

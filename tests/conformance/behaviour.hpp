@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -242,23 +243,27 @@ void expect_releasing(Harness& h, const std::string& context_id, const std::stri
     BOOST_TEST(result.release_failures == 0u, type_id);
 }
 
+/// A row of the order sequence's instance for `context_id` (created when missing).
+template <class B>
+message_record order_row(B& b, const std::string& context_id, const std::string& type, const std::string& id, message_state state) {
+    const timestamp now = b.clock.now();
+    message_record row;
+    row.instance = b.store.create_or_get_instance(order_sequence, context_id, now, now + std::chrono::hours(24)).id;
+    row.type = type;
+    row.idempotence_id = id;
+    row.state = state;
+    row.created_at = now;
+    row.state_changed_at = now;
+    return row;
+}
+
 /// Stores `copies` rows with one key and no claim, as a database from before the claim table.
 template <class B>
 void insert_historical_rows(B& b, const std::string& context_id, const std::string& type, const std::string& id,
                             message_state state, int copies) {
-    const timestamp now = b.clock.now();
-    const auto instance = b.store.create_or_get_instance(order_sequence, context_id, now, now + std::chrono::hours(24));
+    const message_record row = order_row(b, context_id, type, id, state);
     auto tx = b.store.begin();
-    for (int i = 0; i < copies; ++i) {
-        message_record row;
-        row.instance = instance.id;
-        row.type = type;
-        row.idempotence_id = id;
-        row.state = state;
-        row.created_at = now;
-        row.state_changed_at = now;
-        tx.insert_message(row);
-    }
+    for (int i = 0; i < copies; ++i) tx.insert_message(row);
     tx.commit();
 }
 
@@ -834,6 +839,66 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(listeners_of_one_context_never_overlap, Backend, b
     BOOST_TEST(b.claim_count() == context_ids.size() * types.size());
     BOOST_TEST(b.source.acknowledged().size() == deliveries.size());
     BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+// ---- the state step, serialised per key ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_keeps_one_row_per_key, Backend, backends) {
+    using si::message_state;
+    using si::stored_as;
+    Backend b;
+    auto store = [&](const std::string& id, message_state state) {
+        return b.store.store_message(conf::order_row(b, "o1", "OrderCreated", id, state));
+    };
+    auto check = [&](const std::string& id, message_state state, stored_as expected, const conf::strings& states) {
+        BOOST_TEST((store(id, state) == expected), id << " " << to_string(state));
+        expect_rows(b, "OrderCreated", id, states);
+    };
+    check("new", message_state::processed, stored_as::inserted, {"PROCESSED"});
+    check("new", message_state::processed, stored_as::left_existing, {"PROCESSED"});  // a takeover stored it first
+    check("new", message_state::failed, stored_as::left_existing, {"PROCESSED"});
+    check("retried", message_state::failed, stored_as::inserted, {"FAILED"});
+    check("retried", message_state::processed, stored_as::updated, {"PROCESSED"});      // the retry takes the row
+    check("buffered", message_state::waiting, stored_as::inserted, {"WAITING"});
+    check("buffered", message_state::waiting, stored_as::left_existing, {"WAITING"});
+    check("buffered", message_state::failed, stored_as::left_existing, {"WAITING"});
+    check("buffered", message_state::processed, stored_as::updated, {"PROCESSED"});      // its listener ran
+
+    // The FAILED row of a failed release waits again with the record of the new delivery.
+    check("rebuffered", message_state::failed, stored_as::inserted, {"FAILED"});
+    auto waiting = conf::order_row(b, "o1", "OrderCreated", "rebuffered", message_state::waiting);
+    waiting.payload = si::testing::record("OrderCreated", "rebuffered", "o1");
+    BOOST_TEST((b.store.store_message(waiting) == stored_as::updated));
+    auto tx = b.store.begin();
+    const auto instance = tx.lock_instance(waiting.instance).id;
+    const std::string type = "OrderCreated";
+    const auto rows = tx.waiting_messages(instance, std::span(&type, 1));
+    tx.commit();
+    BOOST_TEST_REQUIRE(rows.size() == 1u);
+    BOOST_TEST_REQUIRE(rows[0].payload.has_value());
+    BOOST_TEST((rows[0].payload->value == waiting.payload->value));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_waits_for_the_holder_of_the_key, Backend, backends) {
+    // Two writers of one key: the second reads only after the first commits, so it keeps the
+    // first's row instead of adding its own.
+    Backend b;
+    const auto row = conf::order_row(b, "o1", "OrderCreated", "c1", si::message_state::processed);
+    auto first = b.store.begin();
+    BOOST_TEST((first.store_message(row) == si::stored_as::inserted));
+    std::atomic<bool> returned{false};
+    std::optional<si::stored_as> second;
+    std::thread writer([&] {
+        second = b.store.store_message(row);
+        returned = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    BOOST_TEST(!returned.load());  // waiting for `first`
+    first.commit();
+    writer.join();
+    BOOST_TEST_REQUIRE(second.has_value());
+    BOOST_TEST((*second == si::stored_as::left_existing));
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

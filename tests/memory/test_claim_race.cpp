@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 
 #include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/memory/inbox.hpp"
@@ -141,7 +142,63 @@ BOOST_AUTO_TEST_CASE(check_then_insert_lets_both_invoke_the_listener) {
     BOOST_TEST((w.result_a.outcome == outcome::processed));
     BOOST_TEST((w.result_b.outcome == outcome::processed));
     BOOST_TEST(w.calls.count("OrderCreated", "c1") == 2u);  // the race the claim removes
-    BOOST_TEST(w.rows("OrderCreated", "c1") == 2u);
+    BOOST_TEST(w.rows("OrderCreated", "c1") == 1u);         // the per-key state step still stores one row
+}
+
+namespace {
+
+/// Steps `first` until it ends or blocks, then `second` likewise, until both have ended.
+void interleave(memory::step_driver& driver, memory::step_driver::task_id first, memory::step_driver::task_id second) {
+    for (int round = 0; round < 10'000 && !(driver.done(first) && driver.done(second)); ++round)
+        for (auto task : {first, second})
+            while (!driver.done(task) && driver.step(task) != task_status::blocked) {}
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(claim_connection_dies_while_the_state_step_is_in_flight) {
+    // pg_terminate_backend of T1's backend alone: the REQUIRES_NEW step storing PROCESSED lives
+    // on while B takes the claim over. Whoever stores second finds the other's row.
+    for (const char* stop : {"message.store", "commit"})
+        for (bool b_first : {true, false}) {
+            two_instances<claim::insert_first> w;
+            auto a = w.spawn(w.a, w.result_a, created);
+            auto b = w.spawn(w.b, w.result_b, created);
+            w.driver.run_until(a, "message.store");
+            if (std::string_view(stop) == "commit") w.driver.step(a);  // A's step holds the key's lock
+            w.driver.run_until(b, "claim.insert");
+            BOOST_TEST((w.driver.step(b) == task_status::blocked));
+            w.driver.lose_claim_connection(a);
+            b_first ? interleave(w.driver, b, a) : interleave(w.driver, a, b);
+
+            const auto rows = w.store.messages_with_key({"OrderCreated", "c1"});
+            BOOST_TEST_REQUIRE(rows.size() == 1u, "stopped at " << stop << (b_first ? ", B first" : ", A first"));
+            BOOST_TEST((rows[0].state == message_state::processed));
+            BOOST_TEST((w.result_b.outcome == outcome::processed || w.result_b.outcome == outcome::duplicate));
+            BOOST_TEST((w.driver.status(a) == task_status::failed));  // A's delivery is redelivered
+            BOOST_TEST(w.store.has_claim({"OrderCreated", "c1"}));
+        }
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_row_stored_after_its_claim_died_is_released_by_the_redelivery) {
+    // A buffers OrderValidated; T1 dies before A's REQUIRES_NEW step commits the WAITING row, so
+    // the row is stored outside the instance lock. B processes OrderCreated meanwhile and cannot
+    // see it. A's delivery failed, so it comes again: the duplicate runs the release pass.
+    two_instances<claim::insert_first> w;
+    const envelope validated = testing::record("OrderValidated", "v1", "o1");
+    auto a = w.spawn(w.a, w.result_a, validated);
+    w.driver.run_until(a, "message.store");
+    w.driver.step(a);  // the WAITING row is written, not committed
+    w.driver.lose_claim_connection(a);
+    BOOST_TEST((w.b.deliver(created).outcome == outcome::processed));
+    BOOST_TEST((w.driver.finish(a) == task_status::failed));
+    BOOST_TEST((w.store.messages_with_key({"OrderValidated", "v1"}).at(0).state == message_state::waiting));
+
+    auto again = w.b.deliver(validated);
+    BOOST_TEST((again.outcome == outcome::duplicate));
+    BOOST_TEST(again.released == 1u);
+    BOOST_TEST(w.calls.count("OrderValidated", "v1") == 1u);
+    BOOST_TEST((w.store.messages_with_key({"OrderValidated", "v1"}).at(0).state == message_state::processed));
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_predecessor_and_successor_are_serialised_by_the_instance_lock) {

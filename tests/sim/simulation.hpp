@@ -96,6 +96,7 @@ public:
     std::size_t operands(kind<arrive>) const { return scenario_.work.deliveries.size(); }
     std::size_t operands(kind<listener_throw>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_connection>) const { return consumers_.size(); }
+    std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<crash_before_ack>) const { return consumers_.size(); }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
 
@@ -109,6 +110,7 @@ public:
         const auto where = at(l.consumer);
         return !where.empty() && where != "ack" && where != "instance.create_or_get";
     }
+    bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
     bool allows(const resend& r) const { return r.failure < sink_.size() && !resent_.contains(r.failure) && resent_.size() < 10; }
 
@@ -160,15 +162,23 @@ private:
     }
 
     void apply(const lose_connection& l) {
+        connection_lost(l.consumer, [&] { kill_connections(*tasks_[l.consumer]); });
+    }
+    void apply(const lose_claim_connection& l) {
+        connection_lost(l.consumer, [&] { driver_.lose_claim_connection(*tasks_[l.consumer]); });
+    }
+
+    template <class Kill>
+    void connection_lost(std::size_t consumer, Kill kill) {
         const std::size_t open_before = store_.open_transaction_count();
-        const bool in_listener = probe_.inside_listener(l.consumer);
-        const std::string where(at(l.consumer));
-        kill_connections(*tasks_[l.consumer]);
+        const bool in_listener = probe_.inside_listener(consumer);
+        const std::string where(at(consumer));
+        kill();
         if (store_.open_transaction_count() == open_before) return;  // it held no transaction
         ++counts_["faults_connection_lost"];
         ++counts_["faults_connection_lost_at_" + where];  // what it held: see the labels in memory/store.hpp
         if (in_listener) ++counts_["faults_connection_lost_in_listener"];
-        counts_["at_least_once_windows"] += probe_.connection_lost(l.consumer, [this](const claim_key& key) { return processed(key); });
+        counts_["at_least_once_windows"] += probe_.connection_lost(consumer, [this](const claim_key& key) { return processed(key); });
         std::fill(blocked_.begin(), blocked_.end(), false);
     }
 
@@ -265,17 +275,8 @@ private:
 
     // ---- helpers ----
 
-    /// Every open transaction of the task dies, as step_driver::lose_connection documents. It is
-    /// called until nothing changes because store::lose_connections_of erases from the list it
-    /// iterates and so skips the task's second transaction (T1 dies, a REQUIRES_NEW one lives).
-    void kill_connections(memory::step_driver::task_id task) {
-        for (std::size_t open = store_.open_transaction_count();;) {
-            driver_.lose_connection(task);
-            const std::size_t now = store_.open_transaction_count();
-            if (now == open) return;
-            open = now;
-        }
-    }
+    /// Every open transaction of the task dies, as step_driver::lose_connection documents.
+    void kill_connections(memory::step_driver::task_id task) { driver_.lose_connection(task); }
 
     /// Where the consumer's task is parked ("" without a task).
     std::string_view at(std::size_t consumer) const {

@@ -38,6 +38,10 @@ struct listener_throw { static constexpr kind_info info{"listener_throw", 8, tru
 /// transactions roll back, with the claim and the instance lock they hold.
 struct lose_connection { static constexpr kind_info info{"lose_connection", 3, true}; std::size_t consumer; };
 
+/// Only the claim transaction's connection dies (the task's oldest open transaction), as when
+/// pg_terminate_backend ends that one backend: a REQUIRES_NEW state step in flight lives on.
+struct lose_claim_connection { static constexpr kind_info info{"lose_claim_connection", 3, true}; std::size_t consumer; };
+
 /// The consumer dies after the durable decision but before acknowledging; on restart the source
 /// redelivers what was not acknowledged.
 struct crash_before_ack { static constexpr kind_info info{"crash_before_ack", 6, true}; std::size_t consumer; };
@@ -45,7 +49,7 @@ struct crash_before_ack { static constexpr kind_info info{"crash_before_ack", 6,
 /// An operator re-sends error-sink record number `failure` (through consumer failure % consumers).
 struct resend { static constexpr kind_info info{"resend", 4, false}; std::size_t failure; };
 
-using step = std::variant<advance, arrive, listener_throw, lose_connection, crash_before_ack, resend>;
+using step = std::variant<advance, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, resend>;
 
 /// Tag to select a step kind in overloads without an operand.
 template <class Kind>

@@ -62,7 +62,8 @@ private:
     std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<instance_lock>, std::unique_ptr<instance_close>,
                std::unique_ptr<claim_insert>, std::unique_ptr<claim_delete>, std::unique_ptr<message_find>,
                std::unique_ptr<message_types_query>, std::unique_ptr<waiting_query>, std::unique_ptr<message_insert>,
-               std::unique_ptr<message_insert_with_record>, std::unique_ptr<message_state_update>,
+               std::unique_ptr<message_insert_with_record>, std::unique_ptr<message_store>,
+               std::unique_ptr<message_state_update>,
                std::unique_ptr<transaction_id_query>>
         statements_;
 };

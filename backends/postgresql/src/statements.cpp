@@ -127,6 +127,16 @@ message_insert_with_record::message_insert_with_record(soci::session& s)
                   use(cluster), use(topic), use(partition), use(offset), use(key), use(value), use(traceparent, traceparent_null),
                   use(record_time), use(headers))) {}
 
+message_store::message_store(soci::session& s)
+    : st(prepared(s,
+                  "SELECT seqinbox_store_message(:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
+                      ", " + sql_timestamp(":state_changed_at") +
+                      ", CAST(:with_record AS boolean), :cluster, :topic, :partition, :offset, decode(:key, 'hex'),"
+                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)",
+                  into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
+                  use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset), use(key),
+                  use(value), use(traceparent, traceparent_null), use(record_time), use(headers))) {}
+
 message_state_update::message_state_update(soci::session& s)
     : st(prepared(s, message_state_update_sql(":id", ":state", ":at"), use(state), use(at), use(id))) {}
 

@@ -96,14 +96,27 @@ struct message_insert {
     explicit message_insert(soci::session& s);
 };
 
-/// A row with its record and headers, in one statement.
-struct message_insert_with_record {
+/// The parameters of a row with its record and headers.
+struct message_columns {
     long long instance = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
     int partition = 0;
     std::string type, idempotence_id, state, cluster, topic, key, value, traceparent, headers;
     soci::indicator traceparent_null = soci::i_ok;
+};
+
+/// A row with its record and headers, in one statement.
+struct message_insert_with_record : message_columns {
     soci::statement st;
     explicit message_insert_with_record(soci::session& s);
+};
+
+/// seqinbox_store_message (schema V4): the row stored under its key's lock; `outcome` is
+/// INSERTED, UPDATED or LEFT_EXISTING. The record columns count when `with_record` is 1.
+struct message_store : message_columns {
+    int with_record = 0;
+    std::string outcome;
+    soci::statement st;
+    explicit message_store(soci::session& s);
 };
 
 struct message_state_update {

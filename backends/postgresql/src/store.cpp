@@ -82,7 +82,7 @@ struct instance_closing {
 };
 using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing>;
 
-void bind_record(detail::message_insert_with_record& s, const envelope& record) {
+void bind_record(detail::message_columns& s, const envelope& record) {
     s.cluster = record.cluster;
     s.topic = record.topic;
     s.partition = record.partition;
@@ -125,6 +125,32 @@ void execute(detail::connection& c, const message_insertion& w) {
     bind_row(s, w.row);
     bind_record(s, *w.row.payload);
     s.st.execute(true);
+}
+
+void require_storable(const message_record& row) {
+    require_key("message type", row.type);
+    require_key("idempotence id", row.idempotence_id);
+    if (row.payload) {
+        require_text("topic", row.payload->topic);
+        require_text("cluster", row.payload->cluster);
+        for (const auto& h : row.payload->headers) require_text("header name", h.name);
+    }
+}
+
+stored_as parse_stored_as(const std::string& text) {
+    if (text == "INSERTED") return stored_as::inserted;
+    if (text == "UPDATED") return stored_as::updated;
+    if (text == "LEFT_EXISTING") return stored_as::left_existing;
+    throw error(error_category::internal, "seqinbox_store_message answered '" + text + "'");
+}
+
+stored_as store_row(detail::connection& c, const message_record& row) {
+    auto& s = c.statement<detail::message_store>();
+    bind_row(s, row);
+    s.with_record = row.payload ? 1 : 0;
+    bind_record(s, row.payload.value_or(envelope{}));
+    s.st.execute(true);
+    return parse_stored_as(s.outcome);
 }
 
 void execute(detail::connection& c, const state_change& w) {
@@ -425,14 +451,13 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
 }
 
 void store::transaction::insert_message(message_record row) {
-    require_key("message type", row.type);
-    require_key("idempotence id", row.idempotence_id);
-    if (row.payload) {
-        require_text("topic", row.payload->topic);
-        require_text("cluster", row.payload->cluster);
-        for (const auto& h : row.payload->headers) require_text("header name", h.name);
-    }
+    require_storable(row);
     checked(impl_).defer(message_insertion{std::move(row)});
+}
+
+stored_as store::transaction::store_message(message_record row) {
+    require_storable(row);
+    return checked(impl_).read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
 void store::transaction::update_message_state(message_id id, message_state state, timestamp now) {
@@ -531,6 +556,12 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
         if (found) return *found;
     }
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
+}
+
+stored_as store::store_message(message_record row) {
+    require_storable(row);
+    transaction::impl autocommit(pool_, pool_->acquire());  // one statement: its own transaction
+    return autocommit.guarded("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
 store_statistics store::statistics() const {

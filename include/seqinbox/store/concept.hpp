@@ -31,12 +31,15 @@ concept store_transaction =
     requires(T& tx, const claim_key& key, instance_id instance, message_id id, timestamp now,
              const message_record& row, message_state state, std::span<const std::string> types) {
         { tx.insert_claim(key, instance, now) } -> std::same_as<bool>;
+        /// A DELETE: removes the committed claim (waiting while another transaction deletes it);
+        /// another transaction's uncommitted insert is neither seen nor waited for.
         { tx.delete_claim(key) } -> std::same_as<void>;
         /// Every row with this key: more than one can exist in databases older than the claim.
         { tx.find_messages(key) } -> std::same_as<std::vector<message_record>>;
         { tx.lock_instance(instance) } -> std::same_as<sequence_instance>;
         /// Distinct qualified types PROCESSED and WAITING in the instance. Read under the instance
-        /// lock, `waiting` is complete: WAITING rows are only ever inserted under that lock.
+        /// lock, `waiting` is complete: WAITING rows are inserted under that lock (but for a state
+        /// step that commits after its claim transaction died; that delivery's redelivery heals).
         { tx.message_types(instance) } -> std::same_as<types_by_state>;
         /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
         { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
@@ -44,6 +47,16 @@ concept store_transaction =
         /// new id, or defer the write to its next read or commit.
         tx.insert_message(row);
         { tx.update_message_state(id, state, now) } -> std::same_as<void>;
+        /// Stores the state of a delivered message, serialised per key: it holds an exclusive
+        /// lock on `row.key()` until commit or rollback, waits while another transaction holds
+        /// it, and reads the key's rows after taking it (so it sees rows stored by the previous
+        /// holder). Then: a PROCESSED row of the key is left as it is; WAITING rows take a
+        /// PROCESSED state (the listener ran), other states leave them; else the newest FAILED
+        /// row takes `row`'s state, changed-at time and payload (if it has one); else `row` is
+        /// inserted. Why: a state step runs beside the claim transaction, and when that one's
+        /// connection dies before the step commits, the delivery taking the claim over and the
+        /// step must each find the other's row rather than add a second.
+        { tx.store_message(row) } -> std::same_as<stored_as>;
         { tx.close_instance(instance, now) } -> std::same_as<void>;
         { tx.savepoint() };
         { tx.rollback_to(tx.savepoint()) } -> std::same_as<void>;
@@ -55,10 +68,13 @@ concept store_transaction =
     };
 
 template <class S>
-concept store = requires(S& s, const std::string& name, timestamp t) {
+concept store = requires(S& s, const std::string& name, timestamp t, const message_record& row) {
     typename S::transaction;
     requires store_transaction<typename S::transaction>;
     { s.begin() } -> std::same_as<typename S::transaction>;
+    /// transaction::store_message in a transaction of its own, committed before it returns (the
+    /// REQUIRES_NEW state step; a store may do it in one round trip).
+    { s.store_message(row) } -> std::same_as<stored_as>;
     /// Atomically creates the OPEN instance (name, context id) or returns the existing one;
     /// concurrent calls yield one row and never fail because of each other.
     { s.create_or_get_instance(name, name, t, t) } -> std::same_as<sequence_instance>;

@@ -68,4 +68,11 @@ struct message_record {
     claim_key key() const { return {type, idempotence_id}; }
 };
 
+/// What store_message did with the row it was given.
+enum class stored_as {
+    inserted,       ///< no row had the key: the row was inserted
+    updated,        ///< existing rows of the key took the row's state (see store_message)
+    left_existing,  ///< a row of the key that outranks the given one exists: nothing was written
+};
+
 }  // namespace seqinbox

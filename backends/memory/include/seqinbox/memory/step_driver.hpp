@@ -114,6 +114,8 @@ public:
 
     /// The task's open transactions are rolled back; its next store call on them fails.
     void lose_connection(task_id id) { store_->lose_connections_of(&at(id).state); }
+    /// Only the connection of the task's oldest open transaction (its claim transaction) dies.
+    void lose_claim_connection(task_id id) { store_->lose_first_connection_of(&at(id).state); }
 
     task_status status(task_id id) const {
         std::lock_guard lock(mutex_);

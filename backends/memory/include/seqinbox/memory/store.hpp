@@ -61,6 +61,9 @@ public:
         return instances_.at(it->second).row;
     }
 
+    /// transaction::store_message in a transaction of its own.
+    stored_as store_message(message_record row);
+
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.
     void delete_instance(instance_id id);
@@ -72,6 +75,16 @@ public:
         std::vector<detail::tx_state*> victims;  // kill() removes from open_: not while iterating it
         std::ranges::copy_if(open_, std::back_inserter(victims), [&](const detail::tx_state* tx) { return tx->owner == task; });
         for (auto* tx : victims) kill(*tx);
+        cv_.notify_all();
+    }
+
+    /// Like lose_connections_of, for the task's oldest open transaction only (its claim
+    /// transaction): a REQUIRES_NEW step in flight lives on, as when one backend is terminated.
+    void lose_first_connection_of(const detail::task_state* task) {
+        std::lock_guard lock(mutex_);
+        auto first = std::ranges::find_if(open_, [&](const detail::tx_state* tx) { return tx->owner == task; });
+        if (first == open_.end()) return;
+        kill(**first);
         cv_.notify_all();
     }
 
@@ -163,8 +176,8 @@ private:
         return op(lock);
     }
 
-    template <class Id>
-    static bool held_by_other(const std::unordered_map<Id, std::uint64_t>& locks, Id id, const detail::tx_state& tx) {
+    template <class Id, class... Hash>
+    static bool held_by_other(const std::unordered_map<Id, std::uint64_t, Hash...>& locks, const Id& id, const detail::tx_state& tx) {
         auto it = locks.find(id);
         return it != locks.end() && it->second != tx.id;
     }
@@ -235,20 +248,63 @@ private:
         require_instance(id);
         if (instance_locks_.try_emplace(id, tx.id).second) tx.locks.instances.push_back(id);
     }
-    void release_locks(detail::held_locks& locks, std::size_t claims, std::size_t instances, std::size_t messages) {
-        for (std::size_t i = claims; i < locks.claims.size(); ++i) {
+    /// store_message's per-key lock, like pg_advisory_xact_lock on the key.
+    void lock_key(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
+        wait_while(lock, &tx, label, [&] { return held_by_other(key_locks_, key, tx); });
+        if (key_locks_.try_emplace(key, tx.id).second) tx.locks.keys.push_back(key);
+    }
+
+    /// The rows with `key` that `tx` sees, oldest first.
+    std::vector<message_record> visible_messages(detail::tx_state& tx, const claim_key& key) const {
+        std::vector<message_record> rows;
+        for_each_committed(key, [&](message_id id, const auto&) { rows.push_back(*visible_message(tx, id)); });
+        for (const auto& own : tx.writes.messages)
+            if (own.key() == key && !committed_message(own.id)) rows.push_back(own);
+        std::ranges::sort(rows, {}, &message_record::id);
+        return rows;
+    }
+
+    message_id insert_own(detail::tx_state& tx, message_record row) {
+        require_instance(row.instance);
+        row.id = next_message_id_++;
+        tx.writes.messages.push_back(std::move(row));
+        message_locks_.emplace(tx.writes.messages.back().id, tx.id);
+        tx.locks.messages.push_back(tx.writes.messages.back().id);
+        return tx.writes.messages.back().id;
+    }
+
+    /// Changes the state of row `id` (and its payload when `payload` has one) as an UPDATE does.
+    void update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
+                    std::optional<envelope> payload = std::nullopt) {
+        wait_while(lock, &tx, "message.update", [&] { return held_by_other(message_locks_, id, tx); });
+        auto row = visible_message(tx, id);
+        if (!row) throw error(error_category::internal, "sequenced message " + std::to_string(id) + " does not exist");
+        if (message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
+        row->state = state;
+        row->state_changed_at = now;
+        if (payload) row->payload = std::move(payload);
+        if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; }))
+            *own = std::move(*row);
+        else
+            tx.writes.messages.push_back(std::move(*row));
+    }
+    /// Releases the locks taken after `kept` (a savepoint's locks, or none at all).
+    void release_locks(detail::held_locks& locks, const detail::held_locks& kept) {
+        for (std::size_t i = kept.claims.size(); i < locks.claims.size(); ++i) {
             locks.claims[i]->second.holder = 0;
             locks.claims[i]->second.pending.reset();
         }
-        for (std::size_t i = instances; i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
-        for (std::size_t i = messages; i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
-        locks.claims.resize(claims);
-        locks.instances.resize(instances);
-        locks.messages.resize(messages);
+        for (std::size_t i = kept.instances.size(); i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
+        for (std::size_t i = kept.messages.size(); i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
+        for (std::size_t i = kept.keys.size(); i < locks.keys.size(); ++i) key_locks_.erase(locks.keys[i]);
+        locks.claims.resize(kept.claims.size());
+        locks.instances.resize(kept.instances.size());
+        locks.messages.resize(kept.messages.size());
+        locks.keys.resize(kept.keys.size());
     }
 
     void finish(detail::tx_state& tx) {
-        release_locks(tx.locks, 0, 0, 0);
+        release_locks(tx.locks, {});
         tx.writes.messages.clear();
         tx.writes.instance_states.clear();
         tx.writes.kv.clear();
@@ -282,6 +338,7 @@ private:
 
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;
     std::unordered_map<message_id, std::uint64_t> message_locks_;
+    std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> key_locks_;
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
@@ -331,19 +388,15 @@ public:
 
     void delete_claim(const claim_key& key) {
         run("claim.delete", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            // A DELETE neither sees nor waits for another transaction's uncommitted insert.
+            auto it = s.claims_.find(key);
+            if (it == s.claims_.end() || (!it->second.committed && it->second.holder != tx.id)) return;
             s.hold_claim(lock, tx, key, "claim.delete").pending.reset();
         });
     }
 
     std::vector<message_record> find_messages(const claim_key& key) {
-        return run("message.find", [&](store& s, detail::tx_state& tx, lock_guard&) {
-            std::vector<message_record> rows;
-            s.for_each_committed(key, [&](message_id id, const auto&) { rows.push_back(*s.visible_message(tx, id)); });
-            for (const auto& own : tx.writes.messages)
-                if (own.key() == key && !s.committed_message(own.id)) rows.push_back(own);
-            std::ranges::sort(rows, {}, &message_record::id);
-            return rows;
-        });
+        return run("message.find", [&](store& s, detail::tx_state& tx, lock_guard&) { return s.visible_messages(tx, key); });
     }
 
     sequence_instance lock_instance(instance_id instance) {
@@ -399,28 +452,31 @@ public:
     }
 
     message_id insert_message(message_record row) {
-        return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) {
-            s.require_instance(row.instance);
-            row.id = s.next_message_id_++;
-            tx.writes.messages.push_back(std::move(row));
-            s.message_locks_.emplace(tx.writes.messages.back().id, tx.id);
-            tx.locks.messages.push_back(tx.writes.messages.back().id);
-            return tx.writes.messages.back().id;
-        });
+        return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) { return s.insert_own(tx, std::move(row)); });
     }
 
     void update_message_state(message_id id, message_state state, timestamp now) {
-        run("message.update", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
-            s.wait_while(lock, &tx, "message.update", [&] { return held_by_other(s.message_locks_, id, tx); });
-            auto row = s.visible_message(tx, id);
-            if (!row) throw error(error_category::internal, "sequenced message " + std::to_string(id) + " does not exist");
-            if (s.message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
-            row->state = state;
-            row->state_changed_at = now;
-            if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; }))
-                *own = std::move(*row);
-            else
-                tx.writes.messages.push_back(std::move(*row));
+        run("message.update", [&](store& s, detail::tx_state& tx, lock_guard& lock) { s.update_own(lock, tx, id, state, now); });
+    }
+
+    stored_as store_message(message_record row) {
+        return run("message.store", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            s.lock_key(lock, tx, row.key(), "message.store");
+            const auto rows = s.visible_messages(tx, row.key());
+            auto in = [&](message_state state) { return std::ranges::any_of(rows, [&](auto& r) { return r.state == state; }); };
+            if (rows.empty()) {
+                s.insert_own(tx, std::move(row));
+                return stored_as::inserted;
+            }
+            if (in(message_state::processed) || (in(message_state::waiting) && row.state != message_state::processed))
+                return stored_as::left_existing;
+            if (in(message_state::waiting)) {
+                for (const auto& r : rows)
+                    if (r.state == message_state::waiting) s.update_own(lock, tx, r.id, row.state, row.state_changed_at);
+            } else {
+                s.update_own(lock, tx, rows.back().id, row.state, row.state_changed_at, std::move(row.payload));
+            }
+            return stored_as::updated;
         });
     }
 
@@ -449,7 +505,7 @@ public:
             auto& saved = tx.savepoints[point];
             tx.writes = saved.writes;
             for (std::size_t i = 0; i < saved.claim_views.size(); ++i) tx.locks.claims[i]->second.pending = saved.claim_views[i];
-            s.release_locks(tx.locks, saved.locks.claims.size(), saved.locks.instances.size(), saved.locks.messages.size());
+            s.release_locks(tx.locks, saved.locks);
             tx.savepoints.resize(point + 1);
             s.cv_.notify_all();
         });
@@ -524,6 +580,13 @@ inline store::transaction store::begin() {
     tx->dead = false;
     open_.push_back(tx);
     return transaction(*this, tx);
+}
+
+inline stored_as store::store_message(message_record row) {
+    auto tx = begin();
+    const stored_as what = tx.store_message(std::move(row));
+    tx.commit();
+    return what;
 }
 
 inline void store::forget_message_indexes(message_id id, const detail::stored_message& row) {

@@ -79,6 +79,9 @@ public:
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
 
+    /// transaction::store_message as one autocommitted statement (one round trip).
+    stored_as store_message(message_record row);
+
     store_statistics statistics() const;
     const store_options& options() const noexcept;
 
@@ -104,6 +107,8 @@ public:
     types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     void insert_message(message_record row);
+    /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
+    stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
     void close_instance(instance_id instance, timestamp now);
     savepoint_id savepoint();

@@ -103,6 +103,7 @@ struct held_locks {
     std::vector<std::pair<const claim_key, claim_slot>*> claims;  // slots are not erased while held
     std::vector<instance_id> instances;
     std::vector<message_id> messages;
+    std::vector<claim_key> keys;  // store_message's per-key locks
 };
 
 struct savepoint_state {
