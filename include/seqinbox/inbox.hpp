@@ -272,7 +272,7 @@ private:
         }
 
         locked_instance locked = lock(t1, instance.id);
-        if (!d.type->declaration->release.satisfied(locked.processed.is_processed())) {
+        if (!recording(seq, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
             buffer(t1, instance.id, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
@@ -297,6 +297,10 @@ private:
         after_processed(t1, instance.id, d, locked, d.type->qualified, result);
         t1.commit();
         return result;
+    }
+
+    static bool recording(const sequence_declaration<message_type>& seq, timestamp now) {
+        return seq.recording_until && now < *seq.recording_until;
     }
 
     static bool has_handled_row(const std::vector<message_record>& rows) {

@@ -841,6 +841,34 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(listeners_of_one_context_never_overlap, Backend, b
     BOOST_TEST(b.error_sink.size() == 0u);
 }
 
+// ---- recording mode ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(recording_mode_records_until_its_start_instant_then_sequences, Backend, backends) {
+    Backend b;
+    auto decls = si::testing::order_declarations();
+    const si::timestamp start = b.clock.now() + std::chrono::minutes(10);
+    decls.sequences[0].recording_until = start;
+    harness<Backend> h(b, {}, std::move(decls));
+
+    // Before the start instant: successors whose predecessors were never seen run at once.
+    expect_outcome(h.deliver("OrderShipped", "s1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_rows(b, "OrderShipped", "s1", {"PROCESSED"});
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");
+    for (const auto& [type, id] : {std::pair{"OrderCreated", "c1"}, {"OrderPrepared", "p1"}, {"OrderExpedited", "e1"}})
+        expect_outcome(h.deliver(type, id, "o1"), outcome::processed);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");  // complete: every type recorded
+    expect_outcome(h.deliver("OrderShipped", "s1", "o1"), outcome::duplicate);
+
+    // From the start instant on, the same inbox sequences: no restart.
+    b.clock.set(start);
+    expect_outcome(h.deliver("OrderValidated", "v2", "o2"), outcome::buffered);
+    conf::expect_releasing(h, "o2", "OrderCreated/c2", 1);
+    expect_calls(h.log, {"OrderShipped/s1", "OrderValidated/v1", "OrderCreated/c1", "OrderPrepared/p1", "OrderExpedited/e1",
+                         "OrderCreated/c2", "OrderValidated/v2 (replayed)"});
+    BOOST_TEST(b.error_sink.size() == 0u);
+}
+
 // ---- the state step, serialised per key ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_keeps_one_row_per_key, Backend, backends) {

@@ -76,6 +76,11 @@ run(0 ARGS --json valid/or_with_harmless_cycle.yaml
       "\\{\"type\": \"X\", \"subtype\": \"\", \"qualified_type\": \"X\", \"release\": \"any_of\\(after Start, after Y\\)\", "
       "\"context_id_extractor\": \"key\", \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
       "\"assumed\": ..\\}.\\}\n$")
+run(0 ARGS valid/recording_until.yaml
+  OUT "sequence OrderSequence \\(retention 24h, recording until 2026-12-01T01:30:00.5\\+01:30, 1 type\\)")
+run(0 ARGS --json valid/recording_until.yaml
+  OUT "\"recording_until\": \"2026-12-01T01:30:00.5\\+01:30\"\\}, \\{\"name\": \"ReturnSequence\""
+      "\"recording_until\": null\\}")
 run(1 ARGS --json --assume-registered invalid/empty_node.yaml
   OUT "\"valid\": false, \"errors\": .\"invalid/empty_node.yaml:9:27: sequence 'S': type 'B': empty release condition node"
   ERR "invalid/empty_node.yaml:9:27:")

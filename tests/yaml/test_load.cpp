@@ -116,6 +116,16 @@ BOOST_AUTO_TEST_CASE(topics_and_clusters) {
     BOOST_TEST((resolver.subtypes == std::vector<std::string>{"CARD", "INVOICE"}));
 }
 
+BOOST_AUTO_TEST_CASE(recording_until_is_an_instant_with_its_offset) {
+    const auto d = load("recording_until");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 2u);
+    BOOST_TEST_REQUIRE(d.sequences[0].recording_until.has_value());
+    // 01:30:00.5 at +01:30 is midnight and half a second UTC.
+    const auto expected = std::chrono::sys_days(std::chrono::year(2026) / 12 / 1) + 500ms;
+    BOOST_TEST((*d.sequences[0].recording_until == expected));
+    BOOST_TEST(!d.sequences[1].recording_until.has_value());  // absent: no recording mode
+}
+
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {
     try {
         seqinbox::yaml::load_string("sequences: 3\n", "inline.yaml", app_registry());

@@ -95,8 +95,10 @@ void print_text(const checked_file& f, std::ostream& out) {
     out << f.doc.file << ": valid, " << decls.sequences.size() << (decls.sequences.size() == 1 ? " sequence\n" : " sequences\n");
     for (std::size_t s = 0; s < decls.sequences.size(); ++s) {
         const auto& seq = decls.sequences[s];
+        const auto& recording = f.doc.sequences[s].recording_text;
         out << "sequence " << seq.name << " (retention " << f.doc.sequences[s].retention_text << ", "
-            << seq.messages.size() << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
+            << (recording.empty() ? "" : "recording until " + recording + ", ") << seq.messages.size()
+            << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
         std::size_t step = 0;
         for (auto m : release_order(seq)) {
             const auto& msg = seq.messages[m];
@@ -147,7 +149,8 @@ void print_json(const std::vector<checked_file>& files, std::ostream& out) {
                     << ", \"topic\": " << json_string(msg.topic) << ", \"cluster\": " << json_string(msg.cluster) << "}";
                 first = false;
             }
-            out << "]}";
+            out << "], \"recording_until\": "
+                << (f.doc.sequences[s].recording_text.empty() ? "null" : json_string(f.doc.sequences[s].recording_text)) << "}";
         }
         out << "], \"assumed\": [";
         for (std::size_t a = 0; a < f.result.assumed.size(); ++a) {

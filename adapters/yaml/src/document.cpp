@@ -26,6 +26,7 @@
 
 #include "seqinbox/error.hpp"
 #include "seqinbox/yaml/document.hpp"
+#include "seqinbox/yaml/instant.hpp"
 #include "seqinbox/yaml/retention.hpp"
 
 namespace seqinbox::yaml {
@@ -34,7 +35,7 @@ namespace {
 
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
-constexpr std::array<std::string_view, 3> sequence_keys{"name", "retentionPeriod", "messages"};
+constexpr std::array<std::string_view, 4> sequence_keys{"name", "retentionPeriod", "messages", "recordingUntil"};
 constexpr std::array<std::string_view, 7> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
                                                        "releaseCondition", "topic", "clusterName"};
 constexpr std::array<std::string_view, 3> condition_keys{"predecessor", "and", "or"};
@@ -181,6 +182,7 @@ private:
         seq.where = mark_of(node);
         seq.name = text(fields, "name", where);
         retention(fields, where, seq);
+        recording(fields, where, seq);
         if (const auto* messages = find(fields, "messages"); messages && !messages->second.IsNull()) {
             if (is(messages->second, YAML::NodeType::Sequence, where + ": 'messages'"))
                 for (std::size_t i = 0; i < messages->second.size(); ++i) message(messages->second[i], where, i, seq);
@@ -201,6 +203,16 @@ private:
         auto parsed = parse_retention(seq.retention_text);
         if (auto* why = std::get_if<std::string>(&parsed)) add(mark_of(f->second), where + ": " + *why);
         else seq.retention = std::get<std::chrono::seconds>(parsed);
+    }
+
+    void recording(const field_list& fields, const std::string& where, sequence_entry& seq) {
+        seq.recording_text = text(fields, "recordingUntil", where);
+        if (seq.recording_text.empty()) return;
+        auto parsed = parse_instant(seq.recording_text);
+        if (auto* why = std::get_if<std::string>(&parsed))
+            add(mark_of(find(fields, "recordingUntil")->second), where + ": 'recordingUntil' " + *why);
+        else
+            seq.recording_until = std::get<timestamp>(parsed);
     }
 
     void message(const YAML::Node& node, const std::string& sequence_where, std::size_t index, sequence_entry& seq) {

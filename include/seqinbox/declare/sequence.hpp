@@ -40,6 +40,10 @@ struct sequence_declaration {
     std::string name{};
     std::chrono::seconds retention{0};  ///< must be positive
     std::vector<message_declaration<Message>> messages{};
+    /// Recording mode (SPEC §3): before this instant every message of the sequence is handled at
+    /// once and recorded PROCESSED, never buffered, so that a sequence can be introduced on a live
+    /// topic whose predecessors were sent before the inbox existed. From it on: full sequencing.
+    std::optional<timestamp> recording_until{};
 };
 
 /// Resolves the subtype of a message of one type; `subtypes` lists every value it can return.

@@ -11,6 +11,7 @@
 
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/validate.hpp"
+#include "seqinbox/envelope.hpp"
 
 namespace seqinbox::yaml {
 
@@ -48,6 +49,8 @@ struct sequence_entry {
     std::string name;
     std::chrono::seconds retention{0};
     std::string retention_text;  ///< as written, for summaries
+    std::optional<timestamp> recording_until;  ///< recordingUntil: recording mode before it
+    std::string recording_text;                ///< as written, for summaries
     std::vector<message_entry> messages;
 };
 
