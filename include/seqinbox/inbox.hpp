@@ -48,6 +48,7 @@
 #include "seqinbox/propagation/requires_new.hpp"
 #include "seqinbox/sink/concept.hpp"
 #include "seqinbox/source/concept.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/storable_text.hpp"
 
@@ -124,6 +125,22 @@ public:
         std::size_t count = 0;
         while (poll_once()) ++count;
         return count;
+    }
+
+    /// Executes pending operator actions (SPEC §3): up to `pages` pages of `page_size` instances,
+    /// each in one transaction under its instance lock, then a release pass and closing where
+    /// complete. Returns how many actions ran. Several service instances may run it at once.
+    std::size_t run_pending_actions(std::size_t page_size = 100, std::size_t pages = 10)
+        requires action_store<Store>
+    {
+        ensure_ready();
+        std::size_t executed = 0;
+        for (std::size_t page = 0; page < pages; ++page) {
+            const auto ids = store_->instances_with_pending_actions(page_size);
+            if (ids.empty()) break;
+            for (instance_id id : ids) executed += act_on(id);
+        }
+        return executed;
     }
 
     Store& store() noexcept { return *store_; }
@@ -265,7 +282,7 @@ private:
         if (has_handled_row(existing)) {
             if (existing.size() > 1)
                 log(log_level::warn, [&] { return std::to_string(existing.size()) + " historical rows for " + describe(d) + ", treated as handled"; });
-            heal(t1, instance.id, d, result);
+            heal(t1, instance.id, d.context_id, *d.type->sequence_types, result);
             if (failed_meanwhile(t1, key, existing)) Claim::forget(t1, key);  // keep the FAILED message retryable
             t1.commit();
             return skipped(d, result, "already handled");
@@ -328,7 +345,8 @@ private:
     /// connection died between storing PROCESSED and releasing successors (perhaps successors of
     /// a message this one released), or before its WAITING row committed, so that the row was
     /// stored outside the instance lock, the redelivery releases them.
-    void heal(transaction& t1, instance_id instance, const delivery& d, delivery_result& result) {
+    void heal(transaction& t1, instance_id instance, const std::string& context_id, const std::vector<std::string>& sequence_types,
+              delivery_result& result) {
         locked_instance locked = lock(t1, instance);
         if (!locked.waiting.empty()) {
             detail::release_plan plan(condition_lookup(), locked.processed);
@@ -336,16 +354,16 @@ private:
             for (const auto& type : locked.waiting) plan.mark_fetched(type);
             for (auto& row : t1.waiting_messages(instance, locked.waiting))
                 if (twins.admit(row)) plan.add(std::move(row));
-            run_release(t1, instance, d, locked, plan, twins, result);
+            run_release(t1, instance, context_id, locked, plan, twins, result);
         }
-        if (locked.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
-            close(t1, instance, d.context_id);
+        if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types))
+            close(t1, instance, context_id);
     }
 
     /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
     /// complete while the lock is held, so the release pass skips types with nothing waiting.
     struct locked_instance {
-        instance_state state;
+        sequence_instance row;
         detail::processed_set processed;
         std::vector<std::string> waiting;
 
@@ -353,9 +371,65 @@ private:
     };
 
     static locked_instance lock(transaction& t1, instance_id instance) {
-        const instance_state state = t1.lock_instance(instance).state;
+        sequence_instance row = t1.lock_instance(instance);
         types_by_state types = t1.message_types(instance);
-        return {state, detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
+        return {std::move(row), detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
+    }
+
+    // ---- operator actions ----
+
+    std::size_t act_on(instance_id id) {
+        transaction t1 = store_->begin();
+        locked_instance locked;
+        try {
+            locked = lock(t1, id);
+        } catch (const error& e) {
+            if (e.category() != error_category::retryable) throw;
+            return 0;  // removed meanwhile, and its actions with it
+        }
+        const pending_actions actions = t1.pending_actions(id);
+        std::vector<message_id> on_messages;
+        for (const auto& action : actions.on_messages) on_messages.push_back(action.first);
+        if (locked.row.state == instance_state::open) execute(t1, locked, actions);
+        t1.clear_actions(id, on_messages);
+        t1.commit();
+        return on_messages.size() + (actions.on_instance ? 1 : 0);
+    }
+
+    void execute(transaction& t1, locked_instance& locked, const pending_actions& actions) {
+        const sequence_instance& instance = locked.row;
+        const auto* types = catalog_.types_of_sequence(instance.sequence);
+        if (types == nullptr) {
+            log(log_level::warn, [&] { return "pending actions on instance " + std::to_string(instance.id) + " of undeclared sequence " + instance.sequence; });
+            return;
+        }
+        if (actions.on_instance == instance_action::close) {
+            close(t1, instance.id, instance.context_id);
+            return;
+        }
+        delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
+        for (auto& row : t1.waiting_messages(instance.id, locked.waiting)) {
+            const auto action = action_on(row.id, actions);
+            if (!action) continue;
+            const bool processed = *action == message_action::expire ? expire(t1, row, instance.context_id)
+                                                                      : replay(t1, row, {}, instance.context_id);
+            if (processed) locked.processed.insert(row.type);
+        }
+        heal(t1, instance.id, instance.context_id, *types, result);  // what the actions unblocked; closing
+    }
+
+    static std::optional<message_action> action_on(message_id id, const pending_actions& actions) {
+        if (actions.on_instance == instance_action::consume_all) return message_action::consume;
+        for (const auto& [message, action] : actions.on_messages)
+            if (message == id) return action;
+        return std::nullopt;
+    }
+
+    /// EXPIRE: PROCESSED without replay.
+    bool expire(transaction& t1, const message_record& row, const std::string& context_id) {
+        state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
+        log(log_level::warn, [&] { return "expired " + row.type + "/" + row.idempotence_id + " context " + context_id + " by an operator: not replayed"; });
+        return true;
     }
 
     /// Stores the delivery's row in the state step. A FAILED row of the key takes the new state
@@ -396,7 +470,7 @@ private:
                          const std::string& type, delivery_result& result) {
         locked.processed.insert(type);
         if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked, type, result);
-        if (locked.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
+        if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
             close(t1, instance, d.context_id);
     }
 
@@ -406,18 +480,18 @@ private:
         detail::twin_rows twins;
         plan.mark_processed(type);
         fetch_dependents(t1, instance, locked, plan, twins, type);
-        run_release(t1, instance, d, locked, plan, twins, result);
+        run_release(t1, instance, d.context_id, locked, plan, twins, result);
     }
 
     std::function<const condition&(const std::string&)> condition_lookup() const {
         return [this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; };
     }
 
-    void run_release(transaction& t1, instance_id instance, const delivery& d, const locked_instance& locked,
+    void run_release(transaction& t1, instance_id instance, const std::string& context_id, const locked_instance& locked,
                      detail::release_plan& plan, detail::twin_rows& twins, delivery_result& result) {
         while (plan.has_ready()) {
             message_record row = plan.take_next();
-            if (!replay(t1, row, twins.of(row.key()), d.context_id)) {
+            if (!replay(t1, row, twins.of(row.key()), context_id)) {
                 ++result.release_failures;
                 continue;
             }

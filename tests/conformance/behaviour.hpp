@@ -182,6 +182,27 @@ std::string instance_state_of(B& b, const std::string& context_id, const std::st
 }
 
 template <class B>
+message_id message_id_of(B& b, const std::string& type, const std::string& id) {
+    const auto rows = b.messages_with_key({type, id});
+    BOOST_TEST_REQUIRE(!rows.empty(), type << "/" << id);
+    return rows.front().id;
+}
+
+template <class B>
+instance_id instance_id_of(B& b, const std::string& context_id) {
+    const auto instance = b.find_instance(order_sequence, context_id);
+    BOOST_TEST_REQUIRE(instance.has_value(), context_id);
+    return instance->id;
+}
+
+/// Buffers OrderValidated v1, OrderPrepared p1 and OrderShipped s1 of o1 (OrderCreated missing).
+template <class Harness>
+void buffer_three(Harness& h) {
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderShipped", "s1"}})
+        expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
+}
+
+template <class B>
 std::string business(B& b, const std::string& name) {
     return b.business_get(name).value_or("<none>");
 }
@@ -867,6 +888,71 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(recording_mode_records_until_its_start_instant_the
     expect_calls(h.log, {"OrderShipped/s1", "OrderValidated/v1", "OrderCreated/c1", "OrderPrepared/p1", "OrderExpedited/e1",
                          "OrderCreated/c2", "OrderValidated/v2 (replayed)"});
     BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+// ---- operator actions ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(consume_replays_a_waiting_message_whatever_its_condition, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    buffer_three(h);
+    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, b.clock.now()));
+    BOOST_TEST(h.log.size() == 0u);  // pending until the job runs
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    expect_rows(b, "OrderShipped", "s1", {"WAITING"});  // still needs Prepared
+    BOOST_TEST(h.inbox->run_pending_actions() == 0u);    // executed actions are cleared
+
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 2);  // Prepared, then Shipped; not v1 again
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderCreated/c1", "OrderPrepared/p1 (replayed)", "OrderShipped/s1 (replayed)"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(expire_marks_processed_unreplayed_and_releases_what_it_unblocks, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    buffer_three(h);
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}})
+        BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, type, id), si::message_action::expire, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 2u);
+    expect_calls(h.log, {"OrderShipped/s1 (replayed)"});  // its predecessors were expired, not replayed
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderShipped", "s1"}})
+        expect_rows(b, type, id, {"PROCESSED"});
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");  // Created and Expedited never came
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(consume_all_replays_every_waiting_message_then_closes_when_complete, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    buffer_three(h);
+    expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::buffered);
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::consume_all, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderShipped/s1 (replayed)",
+                         "OrderExpedited/e1 (replayed)"});
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");  // OrderCreated is still missing
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(close_closes_without_replay_and_requests_need_a_live_target, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    buffer_three(h);
+    const auto instance = conf::instance_id_of(b, "o1");
+    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    BOOST_TEST(h.log.size() == 0u);
+    expect_rows(b, "OrderValidated", "v1", {"WAITING"});
+
+    BOOST_TEST(!b.store.request_instance_action(instance, si::instance_action::consume_all, b.clock.now()));  // closed
+    BOOST_TEST(!b.store.request_instance_action(instance + 1000, si::instance_action::close, b.clock.now()));
+    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
+    BOOST_TEST(!b.store.request_message_action(conf::message_id_of(b, "OrderCreated", "c2"), si::message_action::consume,
+                                               b.clock.now()));  // PROCESSED, not WAITING
+    BOOST_TEST(!b.store.request_message_action(999'999, si::message_action::expire, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 0u);
 }
 
 // ---- the state step, serialised per key ----

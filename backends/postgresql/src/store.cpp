@@ -80,7 +80,11 @@ struct instance_closing {
     instance_id id;
     timestamp at;
 };
-using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing>;
+struct actions_clearing {
+    instance_id instance;
+    std::vector<message_id> messages;
+};
+using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing, actions_clearing>;
 
 void bind_record(detail::message_columns& s, const envelope& record) {
     s.cluster = record.cluster;
@@ -168,9 +172,21 @@ void execute(detail::connection& c, const instance_closing& w) {
     s.st.execute(true);
 }
 
+std::string actions_clearing_sql(const actions_clearing& w) {
+    std::string sql = "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = " +
+                      std::to_string(w.instance);
+    if (w.messages.empty()) return sql;
+    sql += "; UPDATE sequenced_message SET pending_action = NULL, pending_action_requested_at = NULL WHERE id IN (";
+    for (std::size_t i = 0; i < w.messages.size(); ++i) sql += (i ? ", " : "") + std::to_string(w.messages[i]);
+    return sql + ")";
+}
+
+void execute(detail::connection& c, const actions_clearing& w) { c.session() << actions_clearing_sql(w); }
+
 /// The write with literal values, when the library formats every value (ids, times, state
 /// names): such writes travel with COMMIT in one round trip.
 std::optional<std::string> literal_sql(const deferred_write& w) {
+    if (const auto* a = std::get_if<actions_clearing>(&w)) return actions_clearing_sql(*a);
     if (const auto* c = std::get_if<instance_closing>(&w))
         return detail::instance_close_sql(std::to_string(c->id), std::to_string(to_microseconds(c->at)));
     if (const auto* u = std::get_if<state_change>(&w))
@@ -186,6 +202,7 @@ const char* describe(const deferred_write& w) {
             if constexpr (std::is_same_v<W, claim_deletion>) return "deleting a claim";
             else if constexpr (std::is_same_v<W, message_insertion>) return "inserting a sequenced message";
             else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
+            else if constexpr (std::is_same_v<W, actions_clearing>) return "clearing executed operator actions";
             else return "closing a sequence instance";
         },
         w);
@@ -468,6 +485,29 @@ void store::transaction::close_instance(instance_id instance, timestamp now) {
     checked(impl_).defer(instance_closing{instance, now});
 }
 
+pending_actions store::transaction::pending_actions(instance_id instance) {
+    return checked(impl_).read("reading pending operator actions", [&](detail::connection& c) {
+        // Message ids start at 1: row 0 is the instance's own action.
+        long long id = 0;
+        std::string action;
+        soci::statement st = (c.session().prepare << "SELECT 0, pending_action FROM sequence_instance WHERE id = :instance"
+                                                     " AND pending_action IS NOT NULL UNION ALL SELECT id, pending_action"
+                                                     " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
+                                                     " AND pending_action IS NOT NULL ORDER BY 1",
+                              soci::into(id), soci::into(action), soci::use(instance), soci::use(instance));
+        seqinbox::pending_actions actions;
+        for_each_row(st, [&] {
+            if (id == 0) actions.on_instance = action == "CLOSE" ? instance_action::close : instance_action::consume_all;
+            else actions.on_messages.emplace_back(id, action == "EXPIRE" ? message_action::expire : message_action::consume);
+        });
+        return actions;
+    });
+}
+
+void store::transaction::clear_actions(instance_id instance, std::span<const message_id> messages) {
+    checked(impl_).defer(actions_clearing{instance, {messages.begin(), messages.end()}});
+}
+
 store::savepoint_id store::transaction::savepoint() { return checked(impl_).savepoint(); }
 void store::transaction::rollback_to(savepoint_id point) { checked(impl_).rollback_to(point); }
 void store::transaction::commit() { checked(impl_).commit(); }
@@ -558,10 +598,55 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
 }
 
+template <class Op>
+auto store::autocommitted(std::string_view doing, Op&& op) {
+    transaction::impl autocommit(pool_, pool_->acquire());
+    return autocommit.guarded(doing, std::forward<Op>(op));
+}
+
 stored_as store::store_message(message_record row) {
     require_storable(row);
-    transaction::impl autocommit(pool_, pool_->acquire());  // one statement: its own transaction
-    return autocommit.guarded("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
+    return autocommitted("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
+}
+
+bool store::update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id) {
+    return autocommitted(doing, [&](detail::connection& c) {
+        const long long at = to_microseconds(now);
+        const long long row = id;
+        soci::statement st = (c.session().prepare << sql, soci::use(action), soci::use(at), soci::use(row));
+        st.execute(true);
+        return st.get_affected_rows() == 1;
+    });
+}
+
+bool store::request_message_action(message_id id, message_action action, timestamp now) {
+    return update_one("requesting an operator action",
+                      "UPDATE sequenced_message SET pending_action = :action, pending_action_requested_at = " +
+                          detail::sql_timestamp(":at") + " WHERE id = :id AND state = 'WAITING'",
+                      std::string(to_string(action)), now, id);
+}
+
+bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
+    return update_one("requesting an operator action",
+                      "UPDATE sequence_instance SET pending_action = :action, pending_action_requested_at = " +
+                          detail::sql_timestamp(":at") + " WHERE id = :id AND state = 'OPEN'",
+                      std::string(to_string(action)), now, id);
+}
+
+std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) {
+    return autocommitted("finding pending operator actions", [&](detail::connection& c) {
+        long long id = 0;
+        const auto max_rows = static_cast<long long>(limit);
+        soci::statement st = (c.session().prepare << "SELECT id FROM (SELECT id, pending_action_requested_at AS at"
+                                                     " FROM sequence_instance WHERE pending_action IS NOT NULL UNION ALL"
+                                                     " SELECT sequence_instance_id, pending_action_requested_at"
+                                                     " FROM sequenced_message WHERE pending_action IS NOT NULL) p"
+                                                     " GROUP BY id ORDER BY min(at), id LIMIT :limit",
+                              soci::into(id), soci::use(max_rows));
+        std::vector<instance_id> ids;
+        for_each_row(st, [&] { ids.push_back(id); });
+        return ids;
+    });
 }
 
 store_statistics store::statistics() const {

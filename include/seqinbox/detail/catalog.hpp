@@ -57,6 +57,13 @@ public:
         return it == decls_.resolvers.end() ? nullptr : &it->second;
     }
 
+    /// The qualified types of the sequence named `name`, or nullptr when none is declared.
+    const std::vector<std::string>* types_of_sequence(const std::string& name) const {
+        for (std::size_t i = 0; i < decls_.sequences.size(); ++i)
+            if (decls_.sequences[i].name == name) return &sequence_types_[i];
+        return nullptr;
+    }
+
     const declarations<Message>& declared() const noexcept { return decls_; }
 
 private:

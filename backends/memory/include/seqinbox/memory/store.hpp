@@ -24,6 +24,7 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/memory/detail/tables.hpp"
 #include "seqinbox/memory/detail/task_hook.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -63,6 +64,42 @@ public:
 
     /// transaction::store_message in a transaction of its own.
     stored_as store_message(message_record row);
+
+    // ---- operator actions (seqinbox::action_store), committed at once like an UPDATE ----
+    bool request_message_action(message_id id, message_action action, timestamp now) {
+        yield_point("action.request");
+        lock_guard lock(mutex_);
+        wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
+        const auto* row = committed_message(id);
+        if (row == nullptr || row->state != message_state::waiting) return false;
+        message_actions_.insert_or_assign(id, std::pair{action, now});
+        return true;
+    }
+    bool request_instance_action(instance_id id, instance_action action, timestamp now) {
+        yield_point("action.request");
+        lock_guard lock(mutex_);
+        wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
+        auto it = instances_.find(id);
+        if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
+        instance_actions_.insert_or_assign(id, std::pair{action, now});
+        return true;
+    }
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
+        std::lock_guard lock(mutex_);
+        std::map<instance_id, timestamp> oldest;
+        auto note = [&](instance_id id, timestamp at) {
+            auto [it, fresh] = oldest.try_emplace(id, at);
+            if (!fresh && at < it->second) it->second = at;
+        };
+        for (const auto& [id, action] : instance_actions_) note(id, action.second);
+        for (const auto& [id, action] : message_actions_) note(committed_message(id)->instance, action.second);
+        std::vector<std::pair<timestamp, instance_id>> order;
+        for (const auto& [id, at] : oldest) order.emplace_back(at, id);
+        std::ranges::sort(order);
+        std::vector<instance_id> ids;
+        for (std::size_t i = 0; i < order.size() && i < limit; ++i) ids.push_back(order[i].second);
+        return ids;
+    }
 
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.
@@ -308,6 +345,7 @@ private:
         tx.writes.messages.clear();
         tx.writes.instance_states.clear();
         tx.writes.kv.clear();
+        tx.writes.cleared_actions.clear();
         tx.savepoints.clear();
         tx.ended = true;
         std::erase(open_, &tx);
@@ -339,6 +377,8 @@ private:
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;
     std::unordered_map<message_id, std::uint64_t> message_locks_;
     std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> key_locks_;
+    std::map<message_id, std::pair<message_action, timestamp>> message_actions_;
+    std::map<instance_id, std::pair<instance_action, timestamp>> instance_actions_;
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
@@ -511,6 +551,23 @@ public:
         });
     }
 
+    seqinbox::pending_actions pending_actions(instance_id instance) {
+        return run("action.read", [&](store& s, detail::tx_state&, lock_guard&) {
+            seqinbox::pending_actions actions;
+            if (auto it = s.instance_actions_.find(instance); it != s.instance_actions_.end()) actions.on_instance = it->second.first;
+            s.require_instance(instance);
+            for (message_id id : s.instances_.at(instance).messages)
+                if (auto it = s.message_actions_.find(id); it != s.message_actions_.end()) actions.on_messages.emplace_back(id, it->second.first);
+            return actions;
+        });
+    }
+
+    void clear_actions(instance_id instance, std::span<const message_id> messages) {
+        run("action.clear", [&](store&, detail::tx_state& tx, lock_guard&) {
+            tx.writes.cleared_actions.emplace_back(instance, std::vector<message_id>(messages.begin(), messages.end()));
+        });
+    }
+
     /// A business key-value table beside the inbox tables, so that tests can show a listener
     /// committing atomically with the inbox state (propagation::required).
     void put(const std::string& key, const std::string& value) {
@@ -622,6 +679,10 @@ inline void store::apply(detail::tx_state& tx) {
     for (auto& row : tx.writes.messages) apply_message(std::move(row));
     for (const auto& [id, state] : tx.writes.instance_states) instances_.at(id).row.state = state;
     for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
+    for (const auto& [instance, messages] : tx.writes.cleared_actions) {
+        instance_actions_.erase(instance);
+        for (message_id id : messages) message_actions_.erase(id);
+    }
 }
 
 inline void store::delete_instance(instance_id id) {
@@ -637,7 +698,9 @@ inline void store::delete_instance(instance_id id) {
     wait_while(lock, nullptr, "instance.delete", references);
     auto it = instances_.find(id);
     if (it == instances_.end()) return;
+    instance_actions_.erase(id);
     for (message_id m : it->second.messages) {
+        message_actions_.erase(m);
         auto& row = *committed_message(m);
         auto [first, last] = messages_by_key_.equal_range(row.key_hash);
         for (auto k = first; k != last; ++k)
@@ -656,5 +719,6 @@ inline void store::delete_instance(instance_id id) {
 }
 
 static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
+static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::memory

@@ -22,8 +22,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -82,10 +84,20 @@ public:
     /// transaction::store_message as one autocommitted statement (one round trip).
     stored_as store_message(message_record row);
 
+    /// Operator actions (seqinbox::action_store), each one autocommitted UPDATE.
+    bool request_message_action(message_id id, message_action action, timestamp now);
+    bool request_instance_action(instance_id id, instance_action action, timestamp now);
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
+
     store_statistics statistics() const;
     const store_options& options() const noexcept;
 
 private:
+    /// Runs `op(connection)` as one autocommitted statement on a leased connection.
+    template <class Op>
+    auto autocommitted(std::string_view doing, Op&& op);
+    bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
+
     std::shared_ptr<detail::pool> pool_;
 };
 
@@ -111,6 +123,9 @@ public:
     stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
     void close_instance(instance_id instance, timestamp now);
+    /// Operator actions: read under the instance lock; cleared with the commit.
+    seqinbox::pending_actions pending_actions(instance_id instance);
+    void clear_actions(instance_id instance, std::span<const message_id> messages);
     savepoint_id savepoint();
     void rollback_to(savepoint_id point);
     void commit();
@@ -135,5 +150,6 @@ private:
 };
 
 static_assert(seqinbox::store<store>, "seqinbox::postgresql::store must model seqinbox::store");
+static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::postgresql

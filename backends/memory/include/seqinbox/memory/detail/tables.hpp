@@ -96,6 +96,7 @@ struct overlay {
     std::vector<message_record> messages;  // inserted or updated
     std::vector<std::pair<instance_id, instance_state>> instance_states;
     std::vector<std::pair<std::string, std::string>> kv;
+    std::vector<std::pair<instance_id, std::vector<message_id>>> cleared_actions;  // clear_actions calls
 };
 
 /// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).

@@ -1,0 +1,54 @@
+#pragma once
+// Operator actions (SPEC §3): written as pending actions, executed by a job under the instance
+// lock (basic_inbox::run_pending_actions). A store that keeps them models `action_store`.
+#include <concepts>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox {
+
+/// On a WAITING message: replay it now whatever its condition, or mark it PROCESSED unreplayed.
+enum class message_action { consume, expire };
+/// On an OPEN instance: replay every WAITING message now, or close it without replay.
+enum class instance_action { consume_all, close };
+
+constexpr std::string_view to_string(message_action a) noexcept { return a == message_action::consume ? "CONSUME" : "EXPIRE"; }
+constexpr std::string_view to_string(instance_action a) noexcept {
+    return a == instance_action::consume_all ? "CONSUME_ALL" : "CLOSE";
+}
+
+/// The actions pending on one instance and its messages (messages by id).
+struct pending_actions {
+    std::optional<instance_action> on_instance;
+    std::vector<std::pair<message_id, message_action>> on_messages;
+
+    bool empty() const noexcept { return !on_instance && on_messages.empty(); }
+};
+
+template <class S>
+concept action_store =
+    store<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
+                         std::size_t limit, std::span<const message_id> ids) {
+        /// Writes the action on a WAITING message, committed at once (a later request replaces
+        /// an earlier one); false when no WAITING message has that id.
+        { s.request_message_action(message, message_action::consume, now) } -> std::same_as<bool>;
+        /// Writes the action on an OPEN instance, committed at once; false when no OPEN
+        /// instance has that id.
+        { s.request_instance_action(instance, instance_action::close, now) } -> std::same_as<bool>;
+        /// Up to `limit` instances with a pending action of their own or of one of their
+        /// messages, the oldest request first.
+        { s.instances_with_pending_actions(limit) } -> std::same_as<std::vector<instance_id>>;
+        /// The instance's pending actions; read under its lock.
+        { tx.pending_actions(instance) } -> std::same_as<pending_actions>;
+        /// Clears the instance's action and those of the messages `ids` (the ones it executed).
+        { tx.clear_actions(instance, ids) } -> std::same_as<void>;
+    };
+
+}  // namespace seqinbox
