@@ -37,6 +37,7 @@
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/housekeeping.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"

@@ -202,6 +202,16 @@ void buffer_three(Harness& h) {
         expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
 }
 
+/// Delivers every type of the order sequence for `context_id`, in order: the instance closes.
+template <class Harness>
+void complete_order(Harness& h, const std::string& context_id) {
+    for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
+        expect_outcome(h.deliver(type, std::string(type) + "@" + context_id, context_id), outcome::processed);
+}
+
+template <class B>
+using housekeeper_of = basic_housekeeper<typename B::store_type, memory::error_sink, clocks::manual_clock>;
+
 template <class B>
 std::string business(B& b, const std::string& name) {
     return b.business_get(name).value_or("<none>");
@@ -953,6 +963,97 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(close_closes_without_replay_and_requests_need_a_li
                                                b.clock.now()));  // PROCESSED, not WAITING
     BOOST_TEST(!b.store.request_message_action(999'999, si::message_action::expire, b.clock.now()));
     BOOST_TEST(h.inbox->run_pending_actions() == 0u);
+}
+
+// ---- housekeeping ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(housekeeping_removes_closed_instances_with_their_messages_and_claims, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    conf::complete_order(h, "o1");
+    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.closed_removed == 1u);
+    BOOST_TEST(report.complete);
+    BOOST_TEST(report.skipped.empty());
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "absent");
+    BOOST_TEST(b.messages_with_key({"OrderCreated", "OrderCreated@o1"}).empty());
+    BOOST_TEST(!b.has_claim({"OrderCreated", "OrderCreated@o1"}));
+    BOOST_TEST(conf::instance_state_of(b, "o2") == "OPEN");
+    BOOST_TEST(b.error_sink.size() == 0u);
+
+    // The retention boundary: a duplicate arriving after the removal is processed as new.
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    BOOST_TEST(h.log.count("OrderCreated", "OrderCreated@o1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(expired_instances_are_marked_then_removed_after_their_waiting_messages_are_forwarded, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    conf::buffer_three(h);
+    expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
+    si::housekeeping_options options;
+    options.removal_delay = std::chrono::hours(1);
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+    BOOST_TEST(housekeeper.run_once().marked == 0u);  // within retention (24 h)
+
+    b.clock.advance(std::chrono::hours(24) + std::chrono::seconds(1));
+    auto report = housekeeper.run_once();
+    BOOST_TEST(report.marked == 2u);
+    BOOST_TEST(report.expired_removed == 0u);
+    const auto o1 = b.find_instance(conf::order_sequence, "o1");
+    BOOST_TEST_REQUIRE(o1.has_value());
+    BOOST_TEST_REQUIRE(o1->remove_after.has_value());
+    BOOST_TEST((*o1->remove_after == o1->retain_until + std::chrono::hours(1)));
+    BOOST_TEST(housekeeper.run_once().marked == 0u);  // marked once
+
+    b.clock.advance(std::chrono::hours(1));
+    report = housekeeper.run_once();
+    BOOST_TEST(report.expired_removed == 2u);
+    BOOST_TEST(report.forwarded == 3u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "absent");
+    BOOST_TEST(conf::instance_state_of(b, "o2") == "absent");
+    BOOST_TEST_REQUIRE(b.error_sink.size() == 3u);
+    conf::strings forwarded;
+    for (const auto& f : b.error_sink.records()) {
+        forwarded.push_back(f.qualified_type + "/" + f.idempotence_id);
+        BOOST_TEST(f.reason.find("removed by housekeeping") != std::string::npos, f.reason);
+        BOOST_TEST(f.context_id == "o1");
+        BOOST_TEST(f.original.value == si::testing::record(f.qualified_type, f.idempotence_id, "o1").value);
+    }
+    std::ranges::sort(forwarded);
+    BOOST_TEST(forwarded == (conf::strings{"OrderPrepared/p1", "OrderShipped/s1", "OrderValidated/v1"}), boost::test_tools::per_element());
+    BOOST_TEST(h.log.size() == 1u);  // nothing was replayed
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(one_runner_per_housekeeping_job_and_a_bounded_run_resumes, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    for (const char* ctx : {"o1", "o2", "o3"}) conf::complete_order(h, ctx);
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+    {
+        auto held = b.store.try_lock_job("seqinbox.closed_cleanup");  // another service instance runs it
+        BOOST_TEST(static_cast<bool>(held));
+        BOOST_TEST(!static_cast<bool>(b.store.try_lock_job("seqinbox.closed_cleanup")));
+        const auto report = housekeeper.run_once();
+        BOOST_TEST(report.skipped == conf::strings{"closed_cleanup"}, boost::test_tools::per_element());
+        BOOST_TEST(report.closed_removed == 0u);
+    }
+    si::housekeeping_options bounded;
+    bounded.batch_size = 1;
+    bounded.max_duration = std::chrono::seconds(0);  // one batch per run
+    conf::housekeeper_of<Backend> stepwise(b.store, b.error_sink, bounded, b.clock);
+    for (std::size_t left : {2u, 1u}) {
+        const auto report = stepwise.run_once();
+        BOOST_TEST(report.closed_removed == 1u);
+        BOOST_TEST(!report.complete);
+        BOOST_TEST(b.instances().size() == left);
+    }
+    BOOST_TEST(stepwise.run_once().closed_removed == 1u);
+    BOOST_TEST(b.instances().empty());
 }
 
 // ---- the state step, serialised per key ----

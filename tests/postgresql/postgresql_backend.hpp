@@ -135,20 +135,24 @@ private:
 
     std::vector<sequence_instance> select_instances(const std::string& where, const std::string& a, const std::string& b) {
         sequence_instance row;
-        long long id = 0, created = 0, retain = 0;
+        long long id = 0, created = 0, retain = 0, remove = 0;
+        soci::indicator remove_null = soci::i_null;
         std::string state;
         soci::statement st = (admin.prepare << "SELECT id, name, context_id, state,"
                                                " CAST(extract(epoch FROM created_at) * 1000000 AS bigint),"
-                                               " CAST(extract(epoch FROM retain_until) * 1000000 AS bigint)"
+                                               " CAST(extract(epoch FROM retain_until) * 1000000 AS bigint),"
+                                               " CAST(extract(epoch FROM remove_after) * 1000000 AS bigint)"
                                                " FROM sequence_instance " + where + " ORDER BY id",
                               soci::into(id), soci::into(row.sequence), soci::into(row.context_id), soci::into(state),
-                              soci::into(created), soci::into(retain), soci::use(a), soci::use(b));
+                              soci::into(created), soci::into(retain), soci::into(remove, remove_null), soci::use(a), soci::use(b));
         std::vector<sequence_instance> rows;
         for (bool more = st.execute(true); more; more = st.fetch()) {
             row.id = id;
             row.state = state == "CLOSED" ? instance_state::closed : instance_state::open;
             row.created_at = detail::from_us(created);
             row.retain_until = detail::from_us(retain);
+            row.remove_after.reset();
+            if (remove_null == soci::i_ok) row.remove_after = detail::from_us(remove);
             rows.push_back(row);
         }
         return rows;

@@ -649,6 +649,114 @@ std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit
     });
 }
 
+// ---- housekeeping ----
+
+struct store::job_lock::impl {
+    impl(detail::lease leased, std::string lock_key) : conn(std::move(leased)), key(std::move(lock_key)) {}
+    impl(const impl&) = delete;
+    impl& operator=(const impl&) = delete;
+
+    detail::lease conn;
+    std::string key;  // hashed by the server into the one-key advisory lock space
+    ~impl() {
+        if (!conn) return;
+        try {
+            conn->session() << "SELECT pg_advisory_unlock(hashtextextended(:key, 0))", soci::use(key);
+        } catch (...) {
+            conn->mark_broken();  // closing the session releases the lock
+        }
+    }
+};
+
+store::job_lock::job_lock() noexcept = default;
+store::job_lock::job_lock(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
+store::job_lock::job_lock(job_lock&&) noexcept = default;
+store::job_lock& store::job_lock::operator=(job_lock&&) noexcept = default;
+store::job_lock::~job_lock() = default;
+
+store::job_lock store::try_lock_job(const std::string& job) {
+    auto state = std::make_unique<job_lock::impl>(pool_->acquire(), "seqinbox.job:" + job);
+    int got = 0;
+    try {
+        state->conn->count_round_trip();
+        state->conn->session() << "SELECT CAST(pg_try_advisory_lock(hashtextextended(:key, 0)) AS integer)", soci::use(state->key),
+            soci::into(got);
+    } catch (const soci::soci_error& e) {
+        state->conn->mark_broken();
+        detail::fail(*state->conn.operator->(), e, "taking the lock of housekeeping job " + job, pool_->options().conninfo);
+    }
+    if (got != 1) {
+        state->conn.release();  // held by another: nothing to unlock
+        return {};
+    }
+    return job_lock(std::move(state));
+}
+
+std::vector<instance_id> store::closed_instances(std::size_t limit) {
+    return instance_ids("finding closed instances", "state = 'CLOSED' ORDER BY id", limit, 0);
+}
+
+std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) {
+    return instance_ids("finding instances to remove", "remove_after <= " + detail::sql_timestamp(":now") + " ORDER BY remove_after, id",
+                        limit, to_microseconds(now));
+}
+
+std::vector<instance_id> store::instance_ids(std::string_view doing, const std::string& where, std::size_t limit, long long now) {
+    return autocommitted(doing, [&](detail::connection& c) {
+        long long id = 0;
+        const auto max_rows = static_cast<long long>(limit);
+        const bool uses_now = where.find(":now") != std::string::npos;
+        soci::statement st = uses_now ? (c.session().prepare << "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
+                                         soci::into(id), soci::use(now), soci::use(max_rows))
+                                      : (c.session().prepare << "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
+                                         soci::into(id), soci::use(max_rows));
+        std::vector<instance_id> ids;
+        for_each_row(st, [&] { ids.push_back(id); });
+        return ids;
+    });
+}
+
+std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
+    return autocommitted("marking expired instances", [&](detail::connection& c) {
+        detail::instance_columns row;
+        const long long at = to_microseconds(now), seconds = delay.count(), max_rows = static_cast<long long>(limit);
+        soci::statement st =
+            (c.session().prepare << "UPDATE sequence_instance SET remove_after = retain_until + :delay * INTERVAL '1 second'"
+                                    " WHERE id IN (SELECT id FROM sequence_instance WHERE state = 'OPEN' AND remove_after IS NULL"
+                                    " AND retain_until < " + detail::sql_timestamp(":now") +
+                                        " ORDER BY retain_until LIMIT :limit FOR NO KEY UPDATE SKIP LOCKED) RETURNING id, name,"
+                                        " context_id, state, " + detail::sql_microseconds("created_at") + ", " +
+                                        detail::sql_microseconds("retain_until") + ", " + detail::sql_microseconds("remove_after"),
+             soci::into(row.id), soci::into(row.name), soci::into(row.context_id), soci::into(row.state), soci::into(row.created_at),
+             soci::into(row.retain_until), soci::into(row.remove_after, row.remove_after_null), soci::use(seconds), soci::use(at),
+             soci::use(max_rows));
+        std::vector<sequence_instance> marked;
+        for_each_row(st, [&] { marked.push_back(to_instance(row)); });
+        return marked;
+    });
+}
+
+bool store::remove_instance(instance_id id, const forward_waiting& forward) {
+    auto tx = begin();
+    auto& state = checked(tx.impl_);
+    std::optional<sequence_instance> instance;
+    state.read("locking an instance to remove it", [&](detail::connection& c) {
+        detail::instance_columns row;
+        c.session() << "SELECT id, name, context_id, state, " + detail::sql_microseconds("created_at") + ", " +
+                           detail::sql_microseconds("retain_until") + ", " + detail::sql_microseconds("remove_after") +
+                           " FROM sequence_instance WHERE id = :id FOR UPDATE",
+            soci::into(row.id), soci::into(row.name), soci::into(row.context_id), soci::into(row.state), soci::into(row.created_at),
+            soci::into(row.retain_until), soci::into(row.remove_after, row.remove_after_null), soci::use(id);
+        if (c.session().got_data()) instance = to_instance(row);
+    });
+    if (!instance) return false;  // gone already; `tx` rolls back
+    const auto waiting_types = tx.message_types(id).waiting;
+    forward(*instance, tx.waiting_messages(id, waiting_types));
+    state.read("removing an instance", [&](detail::connection& c) { c.session() << "DELETE FROM sequence_instance WHERE id = :id", soci::use(id); });
+    tx.commit();
+    return true;
+}
+
 store_statistics store::statistics() const {
     auto& c = pool_->counts();
     return {c.round_trips.load(), c.connections_opened.load(), c.connections_replaced.load()};

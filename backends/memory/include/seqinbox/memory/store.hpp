@@ -26,6 +26,7 @@
 #include "seqinbox/memory/detail/task_hook.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::memory {
@@ -100,6 +101,69 @@ public:
         for (std::size_t i = 0; i < order.size() && i < limit; ++i) ids.push_back(order[i].second);
         return ids;
     }
+
+    // ---- housekeeping (seqinbox::housekeeping_store) ----
+    /// Exclusion of one job between the users of this store; released when destroyed.
+    class job_lock {
+    public:
+        job_lock() = default;
+        job_lock(job_lock&& other) noexcept : store_(std::exchange(other.store_, nullptr)), job_(std::move(other.job_)) {}
+        job_lock& operator=(job_lock&& other) noexcept {
+            if (this != &other) {
+                release();
+                store_ = std::exchange(other.store_, nullptr);
+                job_ = std::move(other.job_);
+            }
+            return *this;
+        }
+        ~job_lock() { release(); }
+        explicit operator bool() const noexcept { return store_ != nullptr; }
+
+    private:
+        friend class store;
+        job_lock(store* s, std::string job) : store_(s), job_(std::move(job)) {}
+        void release() noexcept {
+            if (store_ == nullptr) return;
+            std::lock_guard lock(store_->mutex_);
+            store_->running_jobs_.erase(job_);
+            store_ = nullptr;
+        }
+        store* store_ = nullptr;
+        std::string job_;
+    };
+
+    job_lock try_lock_job(const std::string& job) {
+        std::lock_guard lock(mutex_);
+        if (!running_jobs_.insert(job).second) return {};
+        return job_lock(this, job);
+    }
+
+    std::vector<instance_id> closed_instances(std::size_t limit) const {
+        return instances_where(limit, [](const instance_row& r) { return r.row.state == instance_state::closed; },
+                               [](const instance_row& r) { return r.row.id; });
+    }
+
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit) const {
+        return instances_where(limit, [&](const instance_row& r) { return r.row.remove_after && *r.row.remove_after <= now; },
+                               [](const instance_row& r) { return *r.row.remove_after; });
+    }
+
+    /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
+        yield_point("instance.mark_expired");
+        std::lock_guard lock(mutex_);
+        std::vector<sequence_instance> marked;
+        for (auto id : instances_where_locked(limit, [&](const instance_row& r) {
+                 return r.row.state == instance_state::open && !r.row.remove_after && r.row.retain_until < now && !instance_locks_.contains(r.row.id);
+             }, [](const instance_row& r) { return r.row.retain_until; })) {
+            auto& row = instances_.at(id).row;
+            row.remove_after = row.retain_until + delay;
+            marked.push_back(row);
+        }
+        return marked;
+    }
+
+    bool remove_instance(instance_id id, const forward_waiting& forward);
 
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.
@@ -356,6 +420,27 @@ private:
         finish(tx);
     }
 
+    bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
+    void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
+
+    /// Ids of up to `limit` instances matching `pick`, ordered by `order_by`; the mutex is held.
+    template <class Pick, class OrderBy>
+    std::vector<instance_id> instances_where_locked(std::size_t limit, Pick pick, OrderBy order_by) const {
+        using key = decltype(order_by(std::declval<const instance_row&>()));
+        std::vector<std::pair<key, instance_id>> found;
+        for (const auto& [id, row] : instances_)
+            if (pick(row)) found.emplace_back(order_by(row), id);
+        std::ranges::sort(found);
+        std::vector<instance_id> ids;
+        for (std::size_t i = 0; i < found.size() && i < limit; ++i) ids.push_back(found[i].second);
+        return ids;
+    }
+    template <class Pick, class OrderBy>
+    std::vector<instance_id> instances_where(std::size_t limit, Pick pick, OrderBy order_by) const {
+        std::lock_guard lock(mutex_);
+        return instances_where_locked(limit, pick, order_by);
+    }
+
     void apply(detail::tx_state& tx);
     void apply_message(message_record&& row);
     void forget_message_indexes(message_id id, const detail::stored_message& row);
@@ -379,6 +464,7 @@ private:
     std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> key_locks_;
     std::map<message_id, std::pair<message_action, timestamp>> message_actions_;
     std::map<instance_id, std::pair<instance_action, timestamp>> instance_actions_;
+    std::set<std::string> running_jobs_;
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
@@ -685,19 +771,37 @@ inline void store::apply(detail::tx_state& tx) {
     }
 }
 
+inline bool store::referenced(instance_id id) const {
+    if (instance_locks_.contains(id)) return true;
+    return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
+        return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
+               std::ranges::any_of(tx->locks.claims, [&](auto* c) { return c->second.pending && c->second.pending->instance == id; });
+    });
+}
+
 inline void store::delete_instance(instance_id id) {
     yield_point("instance.delete");
     lock_guard lock(mutex_);
-    auto references = [&] {
-        if (instance_locks_.contains(id)) return true;
-        return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
-            return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
-                   std::ranges::any_of(tx->locks.claims, [&](auto* c) { return c->second.pending && c->second.pending->instance == id; });
-        });
-    };
-    wait_while(lock, nullptr, "instance.delete", references);
+    wait_while(lock, nullptr, "instance.delete", [&] { return referenced(id); });
+    if (auto it = instances_.find(id); it != instances_.end()) erase_instance(it);
+}
+
+inline bool store::remove_instance(instance_id id, const forward_waiting& forward) {
+    yield_point("instance.remove");
+    lock_guard lock(mutex_);
+    wait_while(lock, nullptr, "instance.remove", [&] { return referenced(id); });
     auto it = instances_.find(id);
-    if (it == instances_.end()) return;
+    if (it == instances_.end()) return false;
+    std::vector<message_record> waiting;
+    for (message_id m : it->second.messages)
+        if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
+    forward(it->second.row, waiting);  // under the store's mutex: no writer can slip in before the delete
+    erase_instance(it);
+    return true;
+}
+
+inline void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
+    const instance_id id = it->first;
     instance_actions_.erase(id);
     for (message_id m : it->second.messages) {
         message_actions_.erase(m);
@@ -720,5 +824,6 @@ inline void store::delete_instance(instance_id id) {
 
 static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
 static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
+static_assert(seqinbox::housekeeping_store<store>, "memory::store must model seqinbox::housekeeping_store");
 
 }  // namespace seqinbox::memory

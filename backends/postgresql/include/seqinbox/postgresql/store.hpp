@@ -27,6 +27,7 @@
 
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace soci {
@@ -89,6 +90,15 @@ public:
     bool request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
+    /// Housekeeping (seqinbox::housekeeping_store). A job lock is a session advisory lock and
+    /// keeps one pooled connection while it lives.
+    class job_lock;
+    job_lock try_lock_job(const std::string& job);
+    std::vector<instance_id> closed_instances(std::size_t limit);
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit);
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit);
+    bool remove_instance(instance_id id, const forward_waiting& forward);
+
     store_statistics statistics() const;
     const store_options& options() const noexcept;
 
@@ -97,6 +107,7 @@ private:
     template <class Op>
     auto autocommitted(std::string_view doing, Op&& op);
     bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
+    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, long long now);
 
     std::shared_ptr<detail::pool> pool_;
 };
@@ -149,7 +160,25 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
+class store::job_lock {
+public:
+    job_lock() noexcept;
+    job_lock(job_lock&&) noexcept;
+    job_lock& operator=(job_lock&&) noexcept;
+    job_lock(const job_lock&) = delete;
+    job_lock& operator=(const job_lock&) = delete;
+    ~job_lock();
+    explicit operator bool() const noexcept { return impl_ != nullptr; }
+
+private:
+    friend class store;
+    struct impl;
+    explicit job_lock(std::unique_ptr<impl> state) noexcept;
+    std::unique_ptr<impl> impl_;
+};
+
 static_assert(seqinbox::store<store>, "seqinbox::postgresql::store must model seqinbox::store");
+static_assert(seqinbox::housekeeping_store<store>, "seqinbox::postgresql::store must model seqinbox::housekeeping_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::postgresql

@@ -1,0 +1,135 @@
+#pragma once
+// Housekeeping (SPEC §3): three jobs, each run by one service instance at a time (the store's job
+// lock), each bounded by a maximum duration and resumable (work is found by state, and every
+// batch commits on its own):
+//  - closed cleanup: delete CLOSED instances with their messages and claims;
+//  - expiry marking: OPEN instances past retain_until get remove_after = retain_until + delay,
+//    logged loudly;
+//  - removal: delete instances whose remove_after passed.
+// Nothing vanishes silently: before an instance is deleted, each of its WAITING messages goes to
+// the error sink (in the transaction that deletes it; a failing sink keeps the instance).
+//
+// Thread-safety: one housekeeper object per thread; any number of them (in any number of
+// processes) may share a store.
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/clock/concept.hpp"
+#include "seqinbox/clock/system_clock.hpp"
+#include "seqinbox/log/concept.hpp"
+#include "seqinbox/log/null_logger.hpp"
+#include "seqinbox/sink/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
+
+namespace seqinbox {
+
+struct housekeeping_options {
+    std::chrono::seconds removal_delay{std::chrono::hours(24)};  ///< after retain_until, before removal
+    std::size_t batch_size = 100;
+    std::chrono::seconds max_duration{15 * 60};  ///< per run; the next run resumes
+};
+
+struct housekeeping_report {
+    std::size_t closed_removed = 0;   ///< CLOSED instances deleted
+    std::size_t marked = 0;           ///< OPEN instances past retention marked for removal
+    std::size_t expired_removed = 0;  ///< instances deleted after their remove_after
+    std::size_t forwarded = 0;        ///< WAITING messages sent to the error sink first
+    std::vector<std::string> skipped;  ///< jobs another service instance was running
+    bool complete = true;              ///< false: stopped at max_duration with work left
+};
+
+template <class Store, class ErrorSink, class Clock = clocks::system_clock, class Logger = log::null_logger>
+class basic_housekeeper {
+    static_assert(housekeeping_store<Store>,
+                  "seqinbox: the Store policy must model seqinbox::housekeeping_store (seqinbox/store/housekeeping.hpp)");
+    static_assert(error_sink<ErrorSink>, "seqinbox: the ErrorSink policy must model seqinbox::error_sink (seqinbox/sink/concept.hpp)");
+    static_assert(clock<Clock>, "seqinbox: the Clock policy must model seqinbox::clock (seqinbox/clock/concept.hpp)");
+    static_assert(logger<Logger>, "seqinbox: the Logger policy must model seqinbox::logger (seqinbox/log/concept.hpp)");
+
+public:
+    static constexpr const char* closed_cleanup_job = "closed_cleanup";
+    static constexpr const char* expiry_marking_job = "expiry_marking";
+    static constexpr const char* removal_job = "removal";
+
+    basic_housekeeper(Store& store, ErrorSink& sink, housekeeping_options options = {}, Clock clock = {}, Logger logger = {})
+        : store_(&store), sink_(&sink), options_(options), clock_(std::move(clock)), logger_(std::move(logger)) {}
+
+    /// Runs the three jobs once, each up to the shared time bound.
+    housekeeping_report run_once() {
+        housekeeping_report report;
+        const timestamp started = clock_.now();
+        auto in_time = [&] { return clock_.now() - started < options_.max_duration; };
+        run_job(closed_cleanup_job, report, in_time, [&] { return remove_all(store_->closed_instances(options_.batch_size), report.closed_removed, report); });
+        run_job(expiry_marking_job, report, in_time, [&] { return mark_batch(report); });
+        run_job(removal_job, report, in_time,
+                [&] { return remove_all(store_->removable_instances(clock_.now(), options_.batch_size), report.expired_removed, report); });
+        return report;
+    }
+
+private:
+    /// Runs `batch` (which returns false when it found no more work) while time is left.
+    template <class InTime, class Batch>
+    void run_job(const char* job, housekeeping_report& report, InTime in_time, Batch batch) {
+        auto held = store_->try_lock_job(std::string("seqinbox.") + job);
+        if (!held) {
+            report.skipped.emplace_back(job);
+            return;
+        }
+        while (batch()) {
+            if (!in_time()) {
+                report.complete = false;
+                log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its maximum duration; the next run resumes"; });
+                return;
+            }
+        }
+    }
+
+    bool remove_all(const std::vector<instance_id>& ids, std::size_t& removed, housekeeping_report& report) {
+        for (instance_id id : ids)
+            if (store_->remove_instance(id, [&](const sequence_instance& instance, std::span<const message_record> waiting) {
+                    forward(instance, waiting);
+                    report.forwarded += waiting.size();
+                }))
+                ++removed;
+        return ids.size() == options_.batch_size;
+    }
+
+    bool mark_batch(housekeeping_report& report) {
+        const auto marked = store_->mark_expired(clock_.now(), options_.removal_delay, options_.batch_size);
+        for (const auto& instance : marked)
+            log(log_level::warn, [&] {
+                return "EXPIRED sequence instance " + std::to_string(instance.id) + " (" + instance.sequence + ", context " +
+                       instance.context_id + ") is past its retention; it will be removed, its waiting messages sent to the error sink";
+            });
+        report.marked += marked.size();
+        return marked.size() == options_.batch_size;
+    }
+
+    void forward(const sequence_instance& instance, std::span<const message_record> waiting) {
+        for (const auto& row : waiting) {
+            sink_->publish({row.payload.value_or(envelope{}),
+                            "removed by housekeeping: sequence instance (" + instance.sequence + ", " + instance.context_id +
+                                (instance.state == instance_state::closed ? ") was closed" : ") passed its retention") +
+                                " while this message was waiting",
+                            row.type, row.idempotence_id, instance.context_id});
+            log(log_level::warn, [&] { return "forwarded waiting " + row.type + "/" + row.idempotence_id + " to the error sink before removal"; });
+        }
+    }
+
+    template <class Build>
+    void log(log_level level, Build build) {
+        if (logger_.enabled(level)) logger_.log(level, build());
+    }
+
+    Store* store_;
+    ErrorSink* sink_;
+    housekeeping_options options_;
+    Clock clock_;
+    Logger logger_;
+};
+
+}  // namespace seqinbox
