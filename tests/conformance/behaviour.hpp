@@ -1056,6 +1056,49 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(one_runner_per_housekeeping_job_and_a_bounded_run_
     BOOST_TEST(b.instances().empty());
 }
 
+// ---- read views ----
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(read_views_count_list_and_show, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    const si::timestamp start = b.clock.now();
+    conf::buffer_three(h);
+    conf::complete_order(h, "o2");
+
+    conf::strings instances, messages;
+    for (const auto& c : b.store.instance_counts()) instances.push_back(c.sequence + " " + std::string(to_string(c.state)) + " " + std::to_string(c.count));
+    for (const auto& c : b.store.message_counts()) messages.push_back(c.type + " " + std::string(to_string(c.state)) + " " + std::to_string(c.count));
+    BOOST_TEST(instances == (conf::strings{"OrderSequence OPEN 1", "OrderSequence CLOSED 1"}), boost::test_tools::per_element());
+    BOOST_TEST(messages == (conf::strings{"OrderCreated PROCESSED 1", "OrderExpedited PROCESSED 1", "OrderPrepared WAITING 1",
+                                          "OrderPrepared PROCESSED 1", "OrderShipped WAITING 1", "OrderShipped PROCESSED 1",
+                                          "OrderValidated WAITING 1", "OrderValidated PROCESSED 1"}),
+               boost::test_tools::per_element());
+
+    // Retention 24 h: expiring from 18 h on (share 0.75), expired after 24 h; closed ones never.
+    BOOST_TEST(b.store.expiring_instances(start + 17h, 0.75, 10).empty());
+    const auto expiring = b.store.expiring_instances(start + 18h, 0.75, 10);
+    BOOST_TEST_REQUIRE(expiring.size() == 1u);
+    BOOST_TEST(expiring[0].context_id == "o1");
+    BOOST_TEST(b.store.expired_instances(start + 24h, 10).empty());
+    const auto expired = b.store.expired_instances(start + 24h + 1s, 10);
+    BOOST_TEST_REQUIRE(expired.size() == 1u);
+    BOOST_TEST(expired[0].context_id == "o1");
+    BOOST_TEST(b.store.expiring_instances(start + 24h + 1s, 0.75, 10).empty());
+
+    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, start));
+    const auto view = b.store.view_instance(conf::order_sequence, "o1");
+    BOOST_TEST_REQUIRE(view.has_value());
+    BOOST_TEST(view->instance.context_id == "o1");
+    conf::strings rows;
+    for (const auto& m : view->messages) rows.push_back(m.type + "/" + m.idempotence_id + " " + std::string(to_string(m.state)));
+    BOOST_TEST(rows == (conf::strings{"OrderValidated/v1 WAITING", "OrderPrepared/p1 WAITING", "OrderShipped/s1 WAITING"}),
+               boost::test_tools::per_element());
+    BOOST_TEST_REQUIRE(view->actions.on_messages.size() == 1u);
+    BOOST_TEST(view->actions.on_messages[0].first == view->messages[0].id);
+    BOOST_TEST(!b.store.view_instance(conf::order_sequence, "nope").has_value());
+}
+
 // ---- the state step, serialised per key ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_keeps_one_row_per_key, Backend, backends) {

@@ -7,47 +7,29 @@ namespace seqinbox::postgresql::detail {
 using soci::into;
 using soci::use;
 
-namespace {
-
-const std::string instance_select_list = "id, name, context_id, state, " + sql_microseconds("created_at") + ", " +
-                                         sql_microseconds("retain_until") + ", " + sql_microseconds("remove_after");
-
-auto into_instance(instance_columns& r) {
-    return std::tuple{into(r.id), into(r.name), into(r.context_id), into(r.state), into(r.created_at), into(r.retain_until),
-                      into(r.remove_after, r.remove_after_null)};
+const std::string& instance_columns_sql() {
+    static const std::string list = "id, name, context_id, state, " + sql_microseconds("created_at") + ", " +
+                                    sql_microseconds("retain_until") + ", " + sql_microseconds("remove_after");
+    return list;
 }
-
-/// Prepares `sql` on `s` with the given exchange elements (into/use) in order.
-template <class... Elements>
-soci::statement prepared(soci::session& s, const std::string& sql, Elements&&... elements) {
-    return ((s.prepare << sql), ..., std::forward<Elements>(elements));
-}
-
-template <class Tuple, class... Elements>
-soci::statement prepared_with(soci::session& s, const std::string& sql, Tuple intos, Elements&&... uses) {
-    return std::apply([&](auto&&... into_elements) { return prepared(s, sql, into_elements..., std::forward<Elements>(uses)...); },
-                      std::move(intos));
-}
-
-}  // namespace
 
 // Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
 // even when it conflicts.
 instance_upsert::instance_upsert(soci::session& s)
     : st(prepared_with(s,
-                       "WITH existing AS (SELECT " + instance_select_list +
+                       "WITH existing AS (SELECT " + instance_columns_sql() +
                            " FROM sequence_instance WHERE name = :name AND context_id = :context_id),"
                            " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
                            " SELECT :name_again, :context_id_again, 'OPEN', " + sql_timestamp(":created_at") + ", " +
                            sql_timestamp(":retain_until") +
                            " WHERE NOT EXISTS (SELECT 1 FROM existing)"
-                           " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_select_list + ")"
+                           " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
                            " SELECT * FROM existing UNION ALL SELECT * FROM inserted",
                        into_instance(row), use(name), use(context_id), use(name), use(context_id), use(created_at),
                        use(retain_until))) {}
 
 instance_lock::instance_lock(soci::session& s)
-    : st(prepared_with(s, "SELECT " + instance_select_list + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",
+    : st(prepared_with(s, "SELECT " + instance_columns_sql() + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",
                        into_instance(row), use(id))) {}
 
 std::string instance_close_sql(std::string_view id, std::string_view at) {

@@ -4,6 +4,8 @@
 // re-executed after the variables are set. Structs are heap-allocated: SOCI keeps their addresses.
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include <soci/soci.h>
 
@@ -21,6 +23,26 @@ struct instance_columns {
     long long created_at = 0, retain_until = 0, remove_after = 0;
     soci::indicator remove_after_null = soci::i_ok;
 };
+
+/// Prepares `sql` on `s` with the given exchange elements (into/use) in order.
+template <class... Elements>
+soci::statement prepared(soci::session& s, const std::string& sql, Elements&&... elements) {
+    return ((s.prepare << sql), ..., std::forward<Elements>(elements));
+}
+
+/// Like prepared, with the into elements of `intos` (a tuple) first.
+template <class Tuple, class... Elements>
+soci::statement prepared_with(soci::session& s, const std::string& sql, Tuple intos, Elements&&... uses) {
+    return std::apply([&](auto&&... into_elements) { return prepared(s, sql, into_elements..., std::forward<Elements>(uses)...); },
+                      std::move(intos));
+}
+
+/// The select list matching instance_columns, and the into elements that receive it.
+const std::string& instance_columns_sql();
+inline auto into_instance(instance_columns& r) {
+    return std::tuple{soci::into(r.id),         soci::into(r.name),         soci::into(r.context_id), soci::into(r.state),
+                      soci::into(r.created_at), soci::into(r.retain_until), soci::into(r.remove_after, r.remove_after_null)};
+}
 
 /// INSERT ... ON CONFLICT DO NOTHING returning the new row, else the committed one.
 struct instance_upsert {

@@ -1,6 +1,8 @@
 #include "seqinbox/postgresql/store.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -717,22 +719,42 @@ std::vector<instance_id> store::instance_ids(std::string_view doing, const std::
 }
 
 std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
-    return autocommitted("marking expired instances", [&](detail::connection& c) {
+    const long long at = to_microseconds(now), seconds = delay.count();
+    return instances_where("marking expired instances",
+                           "UPDATE sequence_instance SET remove_after = retain_until + :delay * INTERVAL '1 second'"
+                           " WHERE id IN (SELECT id FROM sequence_instance WHERE state = 'OPEN' AND remove_after IS NULL"
+                           " AND retain_until < " + detail::sql_timestamp(":now") +
+                               " ORDER BY retain_until LIMIT :limit FOR NO KEY UPDATE SKIP LOCKED) RETURNING " +
+                               detail::instance_columns_sql(),
+                           limit, seconds, at);
+}
+
+std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) {
+    return instances_where("finding expired instances",
+                           "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until < " +
+                               detail::sql_timestamp(":now") + " ORDER BY retain_until, id LIMIT :limit",
+                           limit, to_microseconds(now));
+}
+
+std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) {
+    const long long at = to_microseconds(now);
+    return instances_where("finding expiring instances",
+                           "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until >= " +
+                               detail::sql_timestamp(":now") + " AND created_at + (retain_until - created_at) * :share <= " +
+                               detail::sql_timestamp(":now_again") + " ORDER BY retain_until, id LIMIT :limit",
+                           limit, at, share, at);
+}
+
+template <class... Values>
+std::vector<sequence_instance> store::instances_where(std::string_view doing, const std::string& sql, std::size_t limit,
+                                                      const Values&... values) {
+    return autocommitted(doing, [&](detail::connection& c) {
         detail::instance_columns row;
-        const long long at = to_microseconds(now), seconds = delay.count(), max_rows = static_cast<long long>(limit);
-        soci::statement st =
-            (c.session().prepare << "UPDATE sequence_instance SET remove_after = retain_until + :delay * INTERVAL '1 second'"
-                                    " WHERE id IN (SELECT id FROM sequence_instance WHERE state = 'OPEN' AND remove_after IS NULL"
-                                    " AND retain_until < " + detail::sql_timestamp(":now") +
-                                        " ORDER BY retain_until LIMIT :limit FOR NO KEY UPDATE SKIP LOCKED) RETURNING id, name,"
-                                        " context_id, state, " + detail::sql_microseconds("created_at") + ", " +
-                                        detail::sql_microseconds("retain_until") + ", " + detail::sql_microseconds("remove_after"),
-             soci::into(row.id), soci::into(row.name), soci::into(row.context_id), soci::into(row.state), soci::into(row.created_at),
-             soci::into(row.retain_until), soci::into(row.remove_after, row.remove_after_null), soci::use(seconds), soci::use(at),
-             soci::use(max_rows));
-        std::vector<sequence_instance> marked;
-        for_each_row(st, [&] { marked.push_back(to_instance(row)); });
-        return marked;
+        const auto max_rows = static_cast<long long>(limit);
+        soci::statement st = detail::prepared_with(c.session(), sql, detail::into_instance(row), soci::use(values)..., soci::use(max_rows));
+        std::vector<sequence_instance> rows;
+        for_each_row(st, [&] { rows.push_back(to_instance(row)); });
+        return rows;
     });
 }
 
@@ -742,12 +764,10 @@ bool store::remove_instance(instance_id id, const forward_waiting& forward) {
     std::optional<sequence_instance> instance;
     state.read("locking an instance to remove it", [&](detail::connection& c) {
         detail::instance_columns row;
-        c.session() << "SELECT id, name, context_id, state, " + detail::sql_microseconds("created_at") + ", " +
-                           detail::sql_microseconds("retain_until") + ", " + detail::sql_microseconds("remove_after") +
-                           " FROM sequence_instance WHERE id = :id FOR UPDATE",
-            soci::into(row.id), soci::into(row.name), soci::into(row.context_id), soci::into(row.state), soci::into(row.created_at),
-            soci::into(row.retain_until), soci::into(row.remove_after, row.remove_after_null), soci::use(id);
-        if (c.session().got_data()) instance = to_instance(row);
+        soci::statement st = detail::prepared_with(
+            c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE id = :id FOR UPDATE",
+            detail::into_instance(row), soci::use(id));
+        if (st.execute(true)) instance = to_instance(row);
     });
     if (!instance) return false;  // gone already; `tx` rolls back
     const auto waiting_types = tx.message_types(id).waiting;
@@ -755,6 +775,77 @@ bool store::remove_instance(instance_id id, const forward_waiting& forward) {
     state.read("removing an instance", [&](detail::connection& c) { c.session() << "DELETE FROM sequence_instance WHERE id = :id", soci::use(id); });
     tx.commit();
     return true;
+}
+
+// ---- read views ----
+
+namespace {
+
+instance_state parse_instance_state(const std::string& text) { return text == "CLOSED" ? instance_state::closed : instance_state::open; }
+
+}  // namespace
+
+std::vector<instance_count> store::instance_counts() {
+    auto counts = grouped_counts("counting instances", "SELECT name, state, count(*) FROM sequence_instance GROUP BY name, state");
+    std::vector<instance_count> out;
+    for (auto& [name, state, n] : counts) out.push_back({std::move(name), parse_instance_state(state), n});
+    std::ranges::sort(out, {}, [](const instance_count& c) { return std::tie(c.sequence, c.state); });
+    return out;
+}
+
+std::vector<message_count> store::message_counts() {
+    auto counts = grouped_counts("counting messages", "SELECT message_type, state, count(*) FROM sequenced_message GROUP BY message_type, state");
+    std::vector<message_count> out;
+    for (auto& [type, state, n] : counts) out.push_back({std::move(type), parse_message_state(state), n});
+    std::ranges::sort(out, {}, [](const message_count& c) { return std::tie(c.type, c.state); });
+    return out;
+}
+
+std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_counts(std::string_view doing, const std::string& sql) {
+    return autocommitted(doing, [&](detail::connection& c) {
+        std::string name, state;
+        long long n = 0;
+        soci::statement st = detail::prepared(c.session(), sql, soci::into(name), soci::into(state), soci::into(n));
+        std::vector<std::tuple<std::string, std::string, std::size_t>> rows;
+        for_each_row(st, [&] { rows.emplace_back(name, state, static_cast<std::size_t>(n)); });
+        return rows;
+    });
+}
+
+std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
+    auto tx = begin();
+    auto& state = checked(tx.impl_);
+    std::optional<instance_view> view;
+    state.read("reading an instance", [&](detail::connection& c) {
+        detail::instance_columns row;
+        soci::statement st = detail::prepared_with(
+            c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE name = :name AND context_id = :context_id",
+            detail::into_instance(row), soci::use(sequence), soci::use(context_id));
+        if (st.execute(true)) view = instance_view{to_instance(row), {}, {}};
+    });
+    if (!view) return std::nullopt;
+    const instance_id id = view->instance.id;
+    state.read("reading the messages of an instance", [&](detail::connection& c) {
+        message_record row;
+        long long message = 0, created = 0, changed = 0;
+        std::string message_state_text;
+        soci::statement st = detail::prepared(
+            c.session(), "SELECT id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
+                             detail::sql_microseconds("state_changed_at") + " FROM sequenced_message WHERE sequence_instance_id = :id ORDER BY id",
+            soci::into(message), soci::into(row.type), soci::into(row.idempotence_id), soci::into(message_state_text), soci::into(created),
+            soci::into(changed), soci::use(id));
+        for_each_row(st, [&] {
+            row.id = message;
+            row.instance = id;
+            row.state = parse_message_state(message_state_text);
+            row.created_at = from_microseconds(created);
+            row.state_changed_at = from_microseconds(changed);
+            view->messages.push_back(row);
+        });
+    });
+    view->actions = tx.pending_actions(id);
+    tx.commit();
+    return view;
 }
 
 store_statistics store::statistics() const {

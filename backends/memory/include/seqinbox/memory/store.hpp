@@ -27,6 +27,7 @@
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/housekeeping.hpp"
+#include "seqinbox/store/views.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::memory {
@@ -164,6 +165,53 @@ public:
     }
 
     bool remove_instance(instance_id id, const forward_waiting& forward);
+
+    // ---- read views (seqinbox::view_store) ----
+    std::vector<instance_count> instance_counts() const {
+        std::lock_guard lock(mutex_);
+        std::map<std::pair<std::string, instance_state>, std::size_t> counts;
+        for (const auto& [id, row] : instances_) ++counts[{row.row.sequence, row.row.state}];
+        std::vector<instance_count> out;
+        for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+        return out;
+    }
+    std::vector<message_count> message_counts() const {
+        std::lock_guard lock(mutex_);
+        std::map<std::pair<std::string, message_state>, std::size_t> counts;
+        for (const auto& row : messages_)
+            if (row.exists) ++counts[{row.type, row.state}];
+        std::vector<message_count> out;
+        for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+        return out;
+    }
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit) const {
+        std::lock_guard lock(mutex_);
+        return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
+                                              [](const instance_row& r) { return r.row.retain_until; }));
+    }
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit) const {
+        std::lock_guard lock(mutex_);
+        auto expiring = [&](const instance_row& r) {
+            const auto& i = r.row;
+            const auto used = std::chrono::duration<double>(now - i.created_at).count();
+            const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
+            return i.state == instance_state::open && now <= i.retain_until && used >= share * whole;
+        };
+        return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
+    }
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id) const {
+        std::lock_guard lock(mutex_);
+        auto by_sequence = instance_index_.find(sequence);
+        if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
+        const instance_row& row = instances_.at(by_sequence->second.at(context_id));
+        instance_view view{row.row, {}, actions_of(row.row.id)};
+        for (message_id m : row.messages)
+            if (const auto* message = committed_message(m)) {
+                view.messages.push_back(message->record(m));
+                view.messages.back().payload.reset();
+            }
+        return view;
+    }
 
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.
@@ -420,7 +468,19 @@ private:
         finish(tx);
     }
 
-    bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
+    bool referenced(instance_id id) const;
+    pending_actions actions_of(instance_id instance) const {
+        seqinbox::pending_actions actions;
+        if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second.first;
+        for (message_id id : instances_.at(instance).messages)
+            if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.emplace_back(id, it->second.first);
+        return actions;
+    }
+    std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const {
+        std::vector<sequence_instance> rows;
+        for (instance_id id : ids) rows.push_back(instances_.at(id).row);
+        return rows;
+    }  // by a lock or an uncommitted write: a DELETE would wait
     void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
 
     /// Ids of up to `limit` instances matching `pick`, ordered by `order_by`; the mutex is held.
@@ -639,12 +699,8 @@ public:
 
     seqinbox::pending_actions pending_actions(instance_id instance) {
         return run("action.read", [&](store& s, detail::tx_state&, lock_guard&) {
-            seqinbox::pending_actions actions;
-            if (auto it = s.instance_actions_.find(instance); it != s.instance_actions_.end()) actions.on_instance = it->second.first;
             s.require_instance(instance);
-            for (message_id id : s.instances_.at(instance).messages)
-                if (auto it = s.message_actions_.find(id); it != s.message_actions_.end()) actions.on_messages.emplace_back(id, it->second.first);
-            return actions;
+            return s.actions_of(instance);
         });
     }
 
@@ -825,5 +881,6 @@ inline void store::erase_instance(std::unordered_map<instance_id, instance_row>:
 static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
 static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
 static_assert(seqinbox::housekeeping_store<store>, "memory::store must model seqinbox::housekeeping_store");
+static_assert(seqinbox::view_store<store>, "memory::store must model seqinbox::view_store");
 
 }  // namespace seqinbox::memory

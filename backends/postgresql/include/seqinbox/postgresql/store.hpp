@@ -20,14 +20,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/housekeeping.hpp"
+#include "seqinbox/store/views.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace soci {
@@ -99,6 +102,13 @@ public:
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit);
     bool remove_instance(instance_id id, const forward_waiting& forward);
 
+    /// Read views (seqinbox::view_store).
+    std::vector<instance_count> instance_counts();
+    std::vector<message_count> message_counts();
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit);
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit);
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id);
+
     store_statistics statistics() const;
     const store_options& options() const noexcept;
 
@@ -108,6 +118,9 @@ private:
     auto autocommitted(std::string_view doing, Op&& op);
     bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
     std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, long long now);
+    template <class... Values>
+    std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& sql, std::size_t limit, const Values&... values);
+    std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
 
     std::shared_ptr<detail::pool> pool_;
 };
@@ -179,6 +192,7 @@ private:
 
 static_assert(seqinbox::store<store>, "seqinbox::postgresql::store must model seqinbox::store");
 static_assert(seqinbox::housekeeping_store<store>, "seqinbox::postgresql::store must model seqinbox::housekeeping_store");
+static_assert(seqinbox::view_store<store>, "seqinbox::postgresql::store must model seqinbox::view_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::postgresql
