@@ -2,41 +2,19 @@
 #define BOOST_TEST_MODULE seqinbox postgresql cli migrate
 #include <boost/test/unit_test.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
+#include "cli_runner.hpp"
 #include "pg_test_support.hpp"
 
 using seqinbox::test::pg_server;
 
 namespace {
 
-struct outcome {
-    int exit_code;
-    std::string output;  // stdout and stderr
-};
+using seqinbox::test::contains;
 
-std::string quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-outcome run(const std::string& arguments) {
-    const std::string command = quote(SEQINBOX_CLI) + " migrate " + arguments + " 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    BOOST_REQUIRE(pipe != nullptr);
-    std::string output;
-    char buffer[4096];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-    const int status = ::pclose(pipe);
-    BOOST_REQUIRE(WIFEXITED(status));
-    return {WEXITSTATUS(status), output};
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string quote(const std::string& s) { return seqinbox::test::shell_quote(s); }
+seqinbox::test::cli_outcome run(const std::string& arguments) { return seqinbox::test::run_cli("migrate " + arguments); }
 
 }  // namespace
 

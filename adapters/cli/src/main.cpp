@@ -16,6 +16,7 @@
 #endif
 #ifdef SEQINBOX_CLI_HAS_POSTGRESQL
 #include "migrate.hpp"
+#include "operate.hpp"
 #endif
 
 namespace {
@@ -39,6 +40,14 @@ constexpr std::array subcommands{
 #ifdef SEQINBOX_CLI_HAS_POSTGRESQL
     subcommand{"migrate", "bring a PostgreSQL database to this build's schema version", migrate_command,
                "seqinbox migrate --help"},
+    subcommand{"status", "instances and messages per state and type", status_command, "seqinbox status --help"},
+    subcommand{"sequences", "list expired or expiring instances", sequences_command, "seqinbox sequences --help"},
+    subcommand{"show", "one instance with its messages and pending actions", show_command, "seqinbox show --help"},
+    subcommand{"consume", "replay a waiting message now, whatever its condition", consume_command, "seqinbox consume --help"},
+    subcommand{"expire", "mark a waiting message PROCESSED without replay", expire_command, "seqinbox expire --help"},
+    subcommand{"consume-all", "replay every waiting message of an instance now", consume_all_command,
+               "seqinbox consume-all --help"},
+    subcommand{"close", "close an instance without replay", close_command, "seqinbox close --help"},
 #endif
 };
 
@@ -52,7 +61,7 @@ void usage(std::ostream& out) {
            "       seqinbox <subcommand> --help\n"
            "\n"
            "subcommands:\n";
-    for (const auto& c : subcommands) out << "  " << c.name << std::string(c.name.size() < 10 ? 10 - c.name.size() : 1, ' ') << c.summary << '\n';
+    for (const auto& c : subcommands) out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << '\n';
     out << "\n"
            "exit status: 0 success, 1 a check failed, 2 usage error\n";
 }

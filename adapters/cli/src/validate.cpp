@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "json.hpp"
 #include "options.hpp"
 #include "seqinbox/declare/validate.hpp"
 #include "seqinbox/error.hpp"
@@ -66,27 +67,6 @@ std::string release_text(const condition& c) {
     return c.is_always() ? "immediately" : seqinbox::detail::describe(c);
 }
 
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buffer[8];
-                std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-                out += buffer;
-            } else {
-                out += c;
-            }
-        }
-    }
-    return out + "\"";
-}
 
 std::string name_or_none(const std::optional<yaml::name_use>& use) { return use ? use->name : "-"; }
 

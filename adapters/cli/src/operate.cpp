@@ -1,0 +1,250 @@
+// The operator subcommands: see operate.hpp.
+#include "operate.hpp"
+
+#include <charconv>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "options.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/store.hpp"
+
+namespace seqinbox::cli {
+
+namespace {
+
+constexpr std::string_view connection_help =
+    "  --postgres CONNINFO  libpq connection string of the inbox database\n"
+    "  --json               one JSON document instead of a table\n";
+
+constexpr std::string_view exit_help =
+    "\n"
+    "exit status: 0 done, 1 not found, refused or unreachable (reason on stderr), 2 usage error\n";
+
+/// What every operator subcommand reads from its command line.
+struct invocation {
+    std::optional<std::string> conninfo;
+    bool json = false;
+    std::vector<std::string> positional;
+};
+
+/// Parses the common options; `extra(reader)` may take subcommand options and returns whether it did.
+std::optional<invocation> parse(std::span<const std::string_view> args, std::string_view command, std::string_view usage,
+                                std::size_t positional, const std::function<bool(option_reader&)>& extra = {}) {
+    invocation call;
+    for (option_reader r(args, command); r.next();) {
+        if (r.flag("--help") || r.flag("-h")) {
+            std::cout << usage;
+            return std::nullopt;
+        }
+        if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (r.flag("--json")) call.json = true;
+        else if (extra && extra(r)) continue;
+        else if (!r.current().starts_with('-') && call.positional.size() < positional) call.positional.emplace_back(r.current());
+        else r.unknown();
+    }
+    const std::string name(command);
+    if (!call.conninfo) throw usage_error("seqinbox " + name + ": option '--postgres' is required");
+    if (call.positional.size() < positional) throw usage_error("seqinbox " + name + ": missing argument; see seqinbox " + name + " --help");
+    return call;
+}
+
+/// Runs `body` on a store of one connection; seqinbox errors become exit 1 with the reason.
+int with_store(std::string_view command, const invocation& call, const std::function<int(postgresql::store&)>& body) {
+    try {
+        postgresql::store_options options;
+        options.conninfo = *call.conninfo;
+        options.pool_size = 2;
+        postgresql::store store(options);
+        return body(store);
+    } catch (const seqinbox::error& e) {
+        std::cerr << "seqinbox " << command << ": " << to_string(e.category()) << ": " << e.what() << '\n';
+        return exit_check_failed;
+    }
+}
+
+std::int64_t id_argument(std::string_view command, const std::string& text) {
+    std::int64_t id = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc{} || end != text.data() + text.size() || id <= 0)
+        throw usage_error("seqinbox " + std::string(command) + ": expected a positive id, not '" + text + "'");
+    return id;
+}
+
+std::string instance_json(const sequence_instance& i) {
+    return "{\"id\": " + std::to_string(i.id) + ", \"sequence\": " + json_string(i.sequence) + ", \"context_id\": " +
+           json_string(i.context_id) + ", \"state\": \"" + std::string(to_string(i.state)) + "\", \"created_at\": \"" +
+           utc_time(i.created_at) + "\", \"retain_until\": \"" + utc_time(i.retain_until) + "\", \"remove_after\": " +
+           (i.remove_after ? "\"" + utc_time(*i.remove_after) + "\"" : std::string("null")) + "}";
+}
+
+std::string instance_line(const sequence_instance& i) {
+    return std::to_string(i.id) + "  " + i.sequence + "  " + i.context_id + "  " + std::string(to_string(i.state)) + "  created " +
+           utc_time(i.created_at) + "  retain until " + utc_time(i.retain_until) +
+           (i.remove_after ? "  remove after " + utc_time(*i.remove_after) : std::string());
+}
+
+void print_instances(const std::vector<sequence_instance>& rows, bool json) {
+    if (json) {
+        std::cout << "{\"instances\": [";
+        for (std::size_t i = 0; i < rows.size(); ++i) std::cout << (i ? ", " : "") << instance_json(rows[i]);
+        std::cout << "]}\n";
+        return;
+    }
+    for (const auto& row : rows) std::cout << instance_line(row) << '\n';
+    std::cout << rows.size() << (rows.size() == 1 ? " instance\n" : " instances\n");
+}
+
+/// The action subcommands share everything but the request they write.
+int request_command(std::span<const std::string_view> args, std::string_view command, std::string_view target,
+                    const std::function<bool(postgresql::store&, std::int64_t)>& request) {
+    const std::string usage = "usage: seqinbox " + std::string(command) + " " + std::string(target) +
+                              "_ID --postgres CONNINFO\n\nWrites a pending action; the service's pending-action job executes it\n"
+                              "under the instance lock, then runs a release pass and closes the instance when complete.\n\n" +
+                              std::string(connection_help.substr(0, connection_help.find("  --json"))) + std::string(exit_help);
+    const auto call = parse(args, command, usage, 1);
+    if (!call) return exit_ok;
+    const auto id = id_argument(command, call->positional[0]);
+    return with_store(command, *call, [&](postgresql::store& store) {
+        if (!request(store, id)) {
+            std::cerr << "seqinbox " << command << ": no " << (target == "MESSAGE" ? "WAITING message" : "OPEN instance") << " with id "
+                      << id << '\n';
+            return int(exit_check_failed);
+        }
+        std::cout << "requested " << command << " on " << (target == "MESSAGE" ? "message " : "instance ") << id
+                  << "; the pending-action job executes it\n";
+        return int(exit_ok);
+    });
+}
+
+}  // namespace
+
+int status_command(std::span<const std::string_view> args) {
+    const std::string usage = "usage: seqinbox status --postgres CONNINFO [--json]\n\nInstances per sequence and state, messages per type and state.\n\n" +
+                              std::string(connection_help) + std::string(exit_help);
+    const auto call = parse(args, "status", usage, 0);
+    if (!call) return exit_ok;
+    return with_store("status", *call, [&](postgresql::store& store) {
+        const auto instances = store.instance_counts();
+        const auto messages = store.message_counts();
+        if (call->json) {
+            std::cout << "{\"instances\": [";
+            for (std::size_t i = 0; i < instances.size(); ++i)
+                std::cout << (i ? ", " : "") << "{\"sequence\": " << json_string(instances[i].sequence) << ", \"state\": \""
+                          << to_string(instances[i].state) << "\", \"count\": " << instances[i].count << "}";
+            std::cout << "], \"messages\": [";
+            for (std::size_t i = 0; i < messages.size(); ++i)
+                std::cout << (i ? ", " : "") << "{\"type\": " << json_string(messages[i].type) << ", \"state\": \""
+                          << to_string(messages[i].state) << "\", \"count\": " << messages[i].count << "}";
+            std::cout << "]}\n";
+            return int(exit_ok);
+        }
+        std::cout << "instances\n";
+        for (const auto& c : instances) std::cout << "  " << c.sequence << "  " << to_string(c.state) << "  " << c.count << '\n';
+        std::cout << "messages\n";
+        for (const auto& c : messages) std::cout << "  " << c.type << "  " << to_string(c.state) << "  " << c.count << '\n';
+        return int(exit_ok);
+    });
+}
+
+int sequences_command(std::span<const std::string_view> args) {
+    const std::string usage =
+        "usage: seqinbox sequences --postgres CONNINFO (--expired | --expiring [--share S]) [--limit N] [--json]\n\n"
+        "OPEN instances past their retention (--expired), or past a share of it (--expiring, default 0.75).\n\n" +
+        std::string(connection_help) + "  --limit N            at most N instances (default 100)\n" + std::string(exit_help);
+    std::optional<bool> expired;
+    double share = 0.75;
+    std::uint64_t limit = 100;
+    const auto call = parse(args, "sequences", usage, 0, [&](option_reader& r) {
+        if (r.flag("--expired") || r.flag("--expiring")) expired = r.flag("--expired");
+        else if (auto v = r.value("--limit")) limit = r.number("--limit", *v, 1, 1'000'000);
+        else if (auto s = r.value("--share")) {
+            const std::string text(*s);
+            char* end = nullptr;
+            share = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !(share > 0 && share <= 1))
+                throw usage_error("seqinbox sequences: option '--share' expects a number in (0, 1], not '" + text + "'");
+        } else return false;
+        return true;
+    });
+    if (!call) return exit_ok;
+    if (!expired) throw usage_error("seqinbox sequences: give --expired or --expiring");
+    return with_store("sequences", *call, [&](postgresql::store& store) {
+        const auto now = std::chrono::system_clock::now();
+        print_instances(*expired ? store.expired_instances(now, limit) : store.expiring_instances(now, share, limit), call->json);
+        return int(exit_ok);
+    });
+}
+
+int show_command(std::span<const std::string_view> args) {
+    const std::string usage = "usage: seqinbox show --postgres CONNINFO SEQUENCE CONTEXT_ID [--json]\n\nOne instance with its messages and pending actions.\n\n" +
+                              std::string(connection_help) + std::string(exit_help);
+    const auto call = parse(args, "show", usage, 2);
+    if (!call) return exit_ok;
+    return with_store("show", *call, [&](postgresql::store& store) {
+        const auto view = store.view_instance(call->positional[0], call->positional[1]);
+        if (!view) {
+            std::cerr << "seqinbox show: no instance of sequence '" << call->positional[0] << "' for context id '" << call->positional[1] << "'\n";
+            return int(exit_check_failed);
+        }
+        auto action_of = [&](message_id id) -> std::string {
+            for (const auto& [message, action] : view->actions.on_messages)
+                if (message == id) return std::string(to_string(action));
+            return {};
+        };
+        if (call->json) {
+            std::cout << "{\"instance\": " << instance_json(view->instance) << ", \"pending_action\": "
+                      << (view->actions.on_instance ? json_string(to_string(*view->actions.on_instance)) : std::string("null"))
+                      << ", \"messages\": [";
+            for (std::size_t i = 0; i < view->messages.size(); ++i) {
+                const auto& m = view->messages[i];
+                const auto action = action_of(m.id);
+                std::cout << (i ? ", " : "") << "{\"id\": " << m.id << ", \"type\": " << json_string(m.type)
+                          << ", \"idempotence_id\": " << json_string(m.idempotence_id) << ", \"state\": \"" << to_string(m.state)
+                          << "\", \"state_changed_at\": \"" << utc_time(m.state_changed_at)
+                          << "\", \"pending_action\": " << (action.empty() ? "null" : json_string(action)) << "}";
+            }
+            std::cout << "]}\n";
+            return int(exit_ok);
+        }
+        std::cout << instance_line(view->instance)
+                  << (view->actions.on_instance ? "  pending " + std::string(to_string(*view->actions.on_instance)) : std::string()) << '\n';
+        for (const auto& m : view->messages) {
+            const auto action = action_of(m.id);
+            std::cout << "  " << m.id << "  " << m.type << "  " << m.idempotence_id << "  " << to_string(m.state) << "  "
+                      << utc_time(m.state_changed_at) << (action.empty() ? "" : "  pending " + action) << '\n';
+        }
+        return int(exit_ok);
+    });
+}
+
+int consume_command(std::span<const std::string_view> args) {
+    return request_command(args, "consume", "MESSAGE", [](postgresql::store& s, std::int64_t id) {
+        return s.request_message_action(id, message_action::consume, std::chrono::system_clock::now());
+    });
+}
+
+int expire_command(std::span<const std::string_view> args) {
+    return request_command(args, "expire", "MESSAGE", [](postgresql::store& s, std::int64_t id) {
+        return s.request_message_action(id, message_action::expire, std::chrono::system_clock::now());
+    });
+}
+
+int consume_all_command(std::span<const std::string_view> args) {
+    return request_command(args, "consume-all", "INSTANCE", [](postgresql::store& s, std::int64_t id) {
+        return s.request_instance_action(id, instance_action::consume_all, std::chrono::system_clock::now());
+    });
+}
+
+int close_command(std::span<const std::string_view> args) {
+    return request_command(args, "close", "INSTANCE", [](postgresql::store& s, std::int64_t id) {
+        return s.request_instance_action(id, instance_action::close, std::chrono::system_clock::now());
+    });
+}
+
+}  // namespace seqinbox::cli
