@@ -223,28 +223,27 @@ int show_command(std::span<const std::string_view> args) {
     });
 }
 
-int consume_command(std::span<const std::string_view> args) {
-    return request_command(args, "consume", "MESSAGE", [](postgresql::store& s, std::int64_t id) {
-        return s.request_message_action(id, message_action::consume, std::chrono::system_clock::now());
+namespace {
+
+int message_request(std::span<const std::string_view> args, std::string_view command, message_action action) {
+    return request_command(args, command, "MESSAGE", [action](postgresql::store& s, std::int64_t id) {
+        return s.request_message_action(id, action, std::chrono::system_clock::now());
     });
 }
 
-int expire_command(std::span<const std::string_view> args) {
-    return request_command(args, "expire", "MESSAGE", [](postgresql::store& s, std::int64_t id) {
-        return s.request_message_action(id, message_action::expire, std::chrono::system_clock::now());
+int instance_request(std::span<const std::string_view> args, std::string_view command, instance_action action) {
+    return request_command(args, command, "INSTANCE", [action](postgresql::store& s, std::int64_t id) {
+        return s.request_instance_action(id, action, std::chrono::system_clock::now());
     });
 }
 
+}  // namespace
+
+int consume_command(std::span<const std::string_view> args) { return message_request(args, "consume", message_action::consume); }
+int expire_command(std::span<const std::string_view> args) { return message_request(args, "expire", message_action::expire); }
 int consume_all_command(std::span<const std::string_view> args) {
-    return request_command(args, "consume-all", "INSTANCE", [](postgresql::store& s, std::int64_t id) {
-        return s.request_instance_action(id, instance_action::consume_all, std::chrono::system_clock::now());
-    });
+    return instance_request(args, "consume-all", instance_action::consume_all);
 }
-
-int close_command(std::span<const std::string_view> args) {
-    return request_command(args, "close", "INSTANCE", [](postgresql::store& s, std::int64_t id) {
-        return s.request_instance_action(id, instance_action::close, std::chrono::system_clock::now());
-    });
-}
+int close_command(std::span<const std::string_view> args) { return instance_request(args, "close", instance_action::close); }
 
 }  // namespace seqinbox::cli

@@ -758,17 +758,27 @@ std::vector<sequence_instance> store::instances_where(std::string_view doing, co
     });
 }
 
+namespace {
+
+/// The instance row matching `where` (with `keys` bound in order), read in `state`'s transaction.
+template <class Impl, class... Keys>
+std::optional<sequence_instance> one_instance(Impl& state, std::string_view doing, const std::string& where, const Keys&... keys) {
+    std::optional<sequence_instance> instance;
+    state.read(doing, [&](detail::connection& c) {
+        detail::instance_columns row;
+        soci::statement st = detail::prepared_with(c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE " + where,
+                                                   detail::into_instance(row), soci::use(keys)...);
+        if (st.execute(true)) instance = to_instance(row);
+    });
+    return instance;
+}
+
+}  // namespace
+
 bool store::remove_instance(instance_id id, const forward_waiting& forward) {
     auto tx = begin();
     auto& state = checked(tx.impl_);
-    std::optional<sequence_instance> instance;
-    state.read("locking an instance to remove it", [&](detail::connection& c) {
-        detail::instance_columns row;
-        soci::statement st = detail::prepared_with(
-            c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE id = :id FOR UPDATE",
-            detail::into_instance(row), soci::use(id));
-        if (st.execute(true)) instance = to_instance(row);
-    });
+    const auto instance = one_instance(state, "locking an instance to remove it", "id = :id FOR UPDATE", id);
     if (!instance) return false;  // gone already; `tx` rolls back
     const auto waiting_types = tx.message_types(id).waiting;
     forward(*instance, tx.waiting_messages(id, waiting_types));
@@ -815,15 +825,9 @@ std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_co
 std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
     auto tx = begin();
     auto& state = checked(tx.impl_);
-    std::optional<instance_view> view;
-    state.read("reading an instance", [&](detail::connection& c) {
-        detail::instance_columns row;
-        soci::statement st = detail::prepared_with(
-            c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE name = :name AND context_id = :context_id",
-            detail::into_instance(row), soci::use(sequence), soci::use(context_id));
-        if (st.execute(true)) view = instance_view{to_instance(row), {}, {}};
-    });
-    if (!view) return std::nullopt;
+    const auto instance = one_instance(state, "reading an instance", "name = :name AND context_id = :context_id", sequence, context_id);
+    if (!instance) return std::nullopt;
+    std::optional<instance_view> view = instance_view{*instance, {}, {}};
     const instance_id id = view->instance.id;
     state.read("reading the messages of an instance", [&](detail::connection& c) {
         message_record row;
