@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,7 +34,15 @@ struct housekeeping_options {
     std::chrono::seconds max_duration{15 * 60};  ///< per run; the next run resumes
 };
 
+/// One job of one run: how long it took and how many instances it deleted.
+struct housekeeping_job_run {
+    std::string job;
+    std::chrono::nanoseconds took{0};
+    std::size_t deleted = 0;
+};
+
 struct housekeeping_report {
+    std::vector<housekeeping_job_run> jobs;  ///< the jobs that ran (not the skipped ones)
     std::size_t closed_removed = 0;   ///< CLOSED instances deleted
     std::size_t marked = 0;           ///< OPEN instances past retention marked for removal
     std::size_t expired_removed = 0;  ///< instances deleted after their remove_after
@@ -63,29 +72,34 @@ public:
         housekeeping_report report;
         const timestamp started = clock_.now();
         auto in_time = [&] { return clock_.now() - started < options_.max_duration; };
-        run_job(closed_cleanup_job, report, in_time, [&] { return remove_all(store_->closed_instances(options_.batch_size), report.closed_removed, report); });
-        run_job(expiry_marking_job, report, in_time, [&] { return mark_batch(report); });
-        run_job(removal_job, report, in_time,
+        run_job(closed_cleanup_job, report, report.closed_removed, in_time,
+                [&] { return remove_all(store_->closed_instances(options_.batch_size), report.closed_removed, report); });
+        run_job(expiry_marking_job, report, report.marked, in_time, [&] { return mark_batch(report); });
+        run_job(removal_job, report, report.expired_removed, in_time,
                 [&] { return remove_all(store_->removable_instances(clock_.now(), options_.batch_size), report.expired_removed, report); });
         return report;
     }
 
 private:
     /// Runs `batch` (which returns false when it found no more work) while time is left.
+    /// `progress` is the report's count of what the job does (deleted or marked instances).
     template <class InTime, class Batch>
-    void run_job(const char* job, housekeeping_report& report, InTime in_time, Batch batch) {
+    void run_job(const char* job, housekeeping_report& report, const std::size_t& progress, InTime in_time, Batch batch) {
         auto held = store_->try_lock_job(std::string("seqinbox.") + job);
         if (!held) {
             report.skipped.emplace_back(job);
             return;
         }
-        while (batch()) {
-            if (!in_time()) {
-                report.complete = false;
-                log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its maximum duration; the next run resumes"; });
-                return;
-            }
+        const auto started = std::chrono::steady_clock::now();
+        const std::size_t before = progress;
+        bool more = batch();
+        while (more && in_time()) more = batch();
+        if (more) {
+            report.complete = false;
+            log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its maximum duration; the next run resumes"; });
         }
+        const bool deletes = std::string_view(job) != expiry_marking_job;
+        report.jobs.push_back({job, std::chrono::steady_clock::now() - started, deletes ? progress - before : 0});
     }
 
     bool remove_all(const std::vector<instance_id>& ids, std::size_t& removed, housekeeping_report& report) {

@@ -379,6 +379,14 @@ private:
     // ---- operator actions ----
 
     std::size_t act_on(instance_id id) {
+        const auto started = std::chrono::steady_clock::now();
+        const std::size_t executed = act_on_locked(id);
+        if constexpr (requires(std::chrono::nanoseconds d) { metrics_.action_executed(d); })
+            if (executed > 0) metrics_.action_executed(std::chrono::steady_clock::now() - started);
+        return executed;
+    }
+
+    std::size_t act_on_locked(instance_id id) {
         transaction t1 = store_->begin();
         locked_instance locked;
         try {

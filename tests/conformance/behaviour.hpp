@@ -1085,6 +1085,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(read_views_count_list_and_show, Backend, backends)
     BOOST_TEST_REQUIRE(expired.size() == 1u);
     BOOST_TEST(expired[0].context_id == "o1");
     BOOST_TEST(b.store.expiring_instances(start + 24h + 1s, 0.75, 10).empty());
+    auto retention = [&](si::timestamp at) {
+        const auto counts = b.store.retention_counts(at, 0.75);
+        BOOST_TEST_REQUIRE(counts.size() == 1u);  // the closed o2 is not counted, but o1's sequence is
+        BOOST_TEST(counts[0].sequence == conf::order_sequence);
+        return std::pair(counts[0].expiring, counts[0].expired);
+    };
+    BOOST_TEST((retention(start + 17h) == std::pair<std::size_t, std::size_t>(0, 0)));
+    BOOST_TEST((retention(start + 18h) == std::pair<std::size_t, std::size_t>(1, 0)));
+    BOOST_TEST((retention(start + 24h + 1s) == std::pair<std::size_t, std::size_t>(0, 1)));
 
     BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, start));
     const auto view = b.store.view_instance(conf::order_sequence, "o1");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/housekeeping.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/metrics/prometheus.hpp"
 #include "support/world.hpp"
@@ -266,12 +267,58 @@ BOOST_AUTO_TEST_CASE(a_scripted_workload_through_a_real_inbox_is_counted_per_typ
     BOOST_TEST(e.type.at("seqinbox_consumed_messages_total") == "counter");
 }
 
+BOOST_AUTO_TEST_CASE(operations_gauges_pending_actions_and_housekeeping_are_exported) {
+    using namespace std::chrono_literals;
+    world w;
+    BOOST_TEST((w.deliver("OrderShipped", "s1", "o1") == outcome::buffered));
+    BOOST_TEST((w.deliver("OrderValidated", "v2", "o2") == outcome::buffered));
+    prometheus_metrics sink = w.inbox.metrics();  // a handle on the same registry
+    auto gauges = [&] {
+        sink.refresh(w.store, w.clock.now());
+        return parse(w.shared->render());
+    };
+    auto e = gauges();
+    BOOST_TEST(e.value("seqinbox_waiting_messages", of_type("OrderShipped")) == 1);
+    BOOST_TEST(e.value("seqinbox_waiting_messages", of_type("OrderValidated")) == 1);
+    BOOST_TEST(e.value("seqinbox_expiring_instances", {{"sequence", "OrderSequence"}}) == 0);
+    BOOST_TEST(e.type.at("seqinbox_waiting_messages") == "gauge");
+
+    const auto s1 = w.store.messages_with_key({"OrderShipped", "s1"}).at(0).id;
+    BOOST_TEST(w.store.request_message_action(s1, message_action::expire, w.clock.now()));
+    BOOST_TEST(w.inbox.run_pending_actions() == 1u);
+    w.clock.advance(19h);  // past 0.75 of the 24 h retention
+    e = gauges();
+    BOOST_TEST(e.value("seqinbox_waiting_messages", of_type("OrderShipped")) == 0);
+    BOOST_TEST(e.value("seqinbox_expiring_instances", {{"sequence", "OrderSequence"}}) == 2);
+    BOOST_TEST(e.value("seqinbox_expired_instances", {{"sequence", "OrderSequence"}}) == 0);
+    BOOST_TEST(e.value("seqinbox_pending_action_seconds_count") == 1);
+    w.clock.advance(6h);
+    BOOST_TEST(gauges().value("seqinbox_expired_instances", {{"sequence", "OrderSequence"}}) == 2);
+
+    housekeeping_options options;
+    options.removal_delay = 0s;  // marked and removed in one run
+    basic_housekeeper<memory::store, memory::error_sink, clocks::manual_clock> housekeeper(w.store, w.sink, options, w.clock);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.expired_removed == 2u);
+    BOOST_TEST(report.forwarded == 1u);  // v2; s1 was expired by the operator
+    sink.housekeeping(report);
+    e = gauges();
+    BOOST_TEST(e.value("seqinbox_housekeeping_deleted_instances_total", {{"job", "removal"}}) == 2);
+    BOOST_TEST(e.value("seqinbox_housekeeping_deleted_instances_total", {{"job", "closed_cleanup"}}) == 0);
+    BOOST_TEST(e.value("seqinbox_housekeeping_job_seconds_count", {{"job", "expiry_marking"}}) == 1);
+    BOOST_TEST(e.value("seqinbox_waiting_messages", of_type("OrderValidated")) == 0);  // gone, not stale
+    BOOST_TEST(e.value("seqinbox_expired_instances", {{"sequence", "OrderSequence"}}) == 0);
+    check_histogram(e, "seqinbox_housekeeping_job_seconds");
+}
+
 BOOST_AUTO_TEST_CASE(help_and_type_come_once_per_family_and_families_are_ordered_by_name) {
     world w;
     w.deliver("OrderCreated", "c1", "o1");
     w.deliver("OrderShipped", "s1", "o2");
     const auto e = parse(w.shared->render());
-    BOOST_TEST(e.families.size() == 3u);  // consumed, buffered, handle: the others have no series yet
+    // consumed, buffered, handle, and pending_action (without labels: its one series exists from
+    // the start); the others have no series yet
+    BOOST_TEST(e.families.size() == 4u);
     BOOST_TEST(std::ranges::is_sorted(e.families));
     for (const auto& family : e.families) {
         BOOST_TEST_CONTEXT(family) {

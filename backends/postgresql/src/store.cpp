@@ -822,6 +822,24 @@ std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_co
     });
 }
 
+std::vector<retention_count> store::retention_counts(timestamp now, double share) {
+    return autocommitted("counting expiring and expired instances", [&](detail::connection& c) {
+        std::string name;
+        long long expiring = 0, expired = 0;
+        const long long at = to_microseconds(now);
+        soci::statement st = detail::prepared(
+            c.session(),
+            "SELECT name, count(*) FILTER (WHERE retain_until >= " + detail::sql_timestamp(":now") +
+                " AND created_at + (retain_until - created_at) * :share <= " + detail::sql_timestamp(":now_again") +
+                "), count(*) FILTER (WHERE retain_until < " + detail::sql_timestamp(":now_expired") +
+                ") FROM sequence_instance WHERE state = 'OPEN' GROUP BY name ORDER BY name",
+            soci::into(name), soci::into(expiring), soci::into(expired), soci::use(at), soci::use(share), soci::use(at), soci::use(at));
+        std::vector<retention_count> rows;
+        for_each_row(st, [&] { rows.push_back({name, static_cast<std::size_t>(expiring), static_cast<std::size_t>(expired)}); });
+        return rows;
+    });
+}
+
 std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
     auto tx = begin();
     auto& state = checked(tx.impl_);

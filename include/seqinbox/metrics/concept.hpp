@@ -16,5 +16,7 @@ concept metrics_sink = requires(M& m, std::string_view type, std::chrono::nanose
     { m.duplicate(type) } -> std::same_as<void>;    ///< a delivery was skipped as already handled
     { m.handled(type, d) } -> std::same_as<void>;   ///< one delivery took d end to end
 };
+// Optional, used when a sink has it: `m.action_executed(d)` — the pending operator actions of
+// one instance took d (basic_inbox::run_pending_actions).
 
 }  // namespace seqinbox

@@ -26,6 +26,13 @@ struct message_count {
     std::size_t count = 0;
 };
 
+/// OPEN instances of one sequence past `share` of their retention (expiring) or all of it (expired).
+struct retention_count {
+    std::string sequence;
+    std::size_t expiring = 0;
+    std::size_t expired = 0;
+};
+
 /// One instance with its messages (without payloads), by id, and the pending actions.
 struct instance_view {
     sequence_instance instance;
@@ -42,6 +49,8 @@ concept view_store = store<S> && requires(S& s, const std::string& text, timesta
     { s.expired_instances(now, limit) } -> std::same_as<std::vector<sequence_instance>>;
     /// Up to `limit` OPEN instances that used `share` (0..1) of their retention but not all of it.
     { s.expiring_instances(now, share, limit) } -> std::same_as<std::vector<sequence_instance>>;
+    /// Per sequence with OPEN instances, sorted: how many are expiring and expired at `now`.
+    { s.retention_counts(now, share) } -> std::same_as<std::vector<retention_count>>;
     /// The instance (sequence, context id) with its messages, if it exists.
     { s.view_instance(text, text) } -> std::same_as<std::optional<instance_view>>;
 };

@@ -184,6 +184,19 @@ public:
         for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
         return out;
     }
+    std::vector<retention_count> retention_counts(timestamp now, double share) const {
+        std::lock_guard lock(mutex_);
+        std::map<std::string, retention_count> counts;
+        for (const auto& [id, row] : instances_) {
+            if (row.row.state != instance_state::open) continue;
+            auto& c = counts.try_emplace(row.row.sequence, retention_count{row.row.sequence}).first->second;
+            if (row.row.retain_until < now) ++c.expired;
+            else if (used_share(row.row, now) >= share) ++c.expiring;
+        }
+        std::vector<retention_count> out;
+        for (auto& [name, c] : counts) out.push_back(std::move(c));
+        return out;
+    }
     std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit) const {
         std::lock_guard lock(mutex_);
         return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
@@ -192,10 +205,7 @@ public:
     std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit) const {
         std::lock_guard lock(mutex_);
         auto expiring = [&](const instance_row& r) {
-            const auto& i = r.row;
-            const auto used = std::chrono::duration<double>(now - i.created_at).count();
-            const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
-            return i.state == instance_state::open && now <= i.retain_until && used >= share * whole;
+            return r.row.state == instance_state::open && now <= r.row.retain_until && used_share(r.row, now) >= share;
         };
         return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
     }
@@ -469,6 +479,11 @@ private:
     }
 
     bool referenced(instance_id id) const;
+    /// How much of its retention the instance has used at `now` (1 and more: expired).
+    static double used_share(const sequence_instance& i, timestamp now) {
+        const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
+        return whole > 0 ? std::chrono::duration<double>(now - i.created_at).count() / whole : 1.0;
+    }
     pending_actions actions_of(instance_id instance) const {
         seqinbox::pending_actions actions;
         if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second.first;

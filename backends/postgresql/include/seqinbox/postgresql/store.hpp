@@ -107,6 +107,7 @@ public:
     std::vector<message_count> message_counts();
     std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit);
     std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit);
+    std::vector<retention_count> retention_counts(timestamp now, double share);
     std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id);
 
     store_statistics statistics() const;
