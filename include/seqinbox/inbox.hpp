@@ -404,7 +404,7 @@ private:
         return on_messages.size() + (actions.on_instance ? 1 : 0);
     }
 
-    void execute(transaction& t1, locked_instance& locked, const pending_actions& actions) {
+    void execute(transaction& t1, const locked_instance& locked, const pending_actions& actions) {
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
@@ -418,12 +418,10 @@ private:
         delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
         for (auto& row : t1.waiting_messages(instance.id, locked.waiting)) {
             const auto action = action_on(row.id, actions);
-            if (!action) continue;
-            const bool processed = *action == message_action::expire ? expire(t1, row, instance.context_id)
-                                                                      : replay(t1, row, {}, instance.context_id);
-            if (processed) locked.processed.insert(row.type);
+            if (action == message_action::expire) expire(t1, row, instance.context_id);
+            else if (action == message_action::consume) replay(t1, row, {}, instance.context_id);
         }
-        heal(t1, instance.id, instance.context_id, *types, result);  // what the actions unblocked; closing
+        heal(t1, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
     }
 
     static std::optional<message_action> action_on(message_id id, const pending_actions& actions) {
@@ -434,10 +432,9 @@ private:
     }
 
     /// EXPIRE: PROCESSED without replay.
-    bool expire(transaction& t1, const message_record& row, const std::string& context_id) {
+    void expire(transaction& t1, const message_record& row, const std::string& context_id) {
         state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
         log(log_level::warn, [&] { return "expired " + row.type + "/" + row.idempotence_id + " context " + context_id + " by an operator: not replayed"; });
-        return true;
     }
 
     /// Stores the delivery's row in the state step. A FAILED row of the key takes the new state

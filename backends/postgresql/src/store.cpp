@@ -695,7 +695,7 @@ store::job_lock store::try_lock_job(const std::string& job) {
 }
 
 std::vector<instance_id> store::closed_instances(std::size_t limit) {
-    return instance_ids("finding closed instances", "state = 'CLOSED' ORDER BY id", limit, 0);
+    return instance_ids("finding closed instances", "state = 'CLOSED' ORDER BY id", limit);
 }
 
 std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) {
@@ -703,15 +703,13 @@ std::vector<instance_id> store::removable_instances(timestamp now, std::size_t l
                         limit, to_microseconds(now));
 }
 
-std::vector<instance_id> store::instance_ids(std::string_view doing, const std::string& where, std::size_t limit, long long now) {
+template <class... Values>
+std::vector<instance_id> store::instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values) {
     return autocommitted(doing, [&](detail::connection& c) {
         long long id = 0;
         const auto max_rows = static_cast<long long>(limit);
-        const bool uses_now = where.find(":now") != std::string::npos;
-        soci::statement st = uses_now ? (c.session().prepare << "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
-                                         soci::into(id), soci::use(now), soci::use(max_rows))
-                                      : (c.session().prepare << "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
-                                         soci::into(id), soci::use(max_rows));
+        soci::statement st = detail::prepared(c.session(), "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
+                                              soci::into(id), soci::use(values)..., soci::use(max_rows));
         std::vector<instance_id> ids;
         for_each_row(st, [&] { ids.push_back(id); });
         return ids;

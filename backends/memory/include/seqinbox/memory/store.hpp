@@ -88,19 +88,15 @@ public:
     }
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
         std::lock_guard lock(mutex_);
-        std::map<instance_id, timestamp> oldest;
+        std::map<instance_id, timestamp> oldest;  // the oldest request of each instance
         auto note = [&](instance_id id, timestamp at) {
             auto [it, fresh] = oldest.try_emplace(id, at);
             if (!fresh && at < it->second) it->second = at;
         };
         for (const auto& [id, action] : instance_actions_) note(id, action.second);
         for (const auto& [id, action] : message_actions_) note(committed_message(id)->instance, action.second);
-        std::vector<std::pair<timestamp, instance_id>> order;
-        for (const auto& [id, at] : oldest) order.emplace_back(at, id);
-        std::ranges::sort(order);
-        std::vector<instance_id> ids;
-        for (std::size_t i = 0; i < order.size() && i < limit; ++i) ids.push_back(order[i].second);
-        return ids;
+        return instances_where_locked(limit, [&](const instance_row& r) { return oldest.contains(r.row.id); },
+                                      [&](const instance_row& r) { return oldest.at(r.row.id); });
     }
 
     // ---- housekeeping (seqinbox::housekeeping_store) ----
@@ -478,7 +474,7 @@ private:
         finish(tx);
     }
 
-    bool referenced(instance_id id) const;
+    bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
     /// How much of its retention the instance has used at `now` (1 and more: expired).
     static double used_share(const sequence_instance& i, timestamp now) {
         const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
@@ -495,7 +491,7 @@ private:
         std::vector<sequence_instance> rows;
         for (instance_id id : ids) rows.push_back(instances_.at(id).row);
         return rows;
-    }  // by a lock or an uncommitted write: a DELETE would wait
+    }
     void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
 
     /// Ids of up to `limit` instances matching `pick`, ordered by `order_by`; the mutex is held.

@@ -118,7 +118,8 @@ private:
     template <class Op>
     auto autocommitted(std::string_view doing, Op&& op);
     bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
-    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, long long now);
+    template <class... Values>
+    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values);
     template <class... Values>
     std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& sql, std::size_t limit, const Values&... values);
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
