@@ -18,6 +18,10 @@
 #include "migrate.hpp"
 #include "operate.hpp"
 #endif
+#ifdef SEQINBOX_CLI_HAS_RELAY
+#include "housekeep.hpp"
+#include "run.hpp"
+#endif
 
 namespace {
 
@@ -48,6 +52,11 @@ constexpr std::array subcommands{
     subcommand{"consume-all", "replay every waiting message of an instance now", consume_all_command,
                "seqinbox consume-all --help"},
     subcommand{"close", "close an instance without replay", close_command, "seqinbox close --help"},
+#endif
+#ifdef SEQINBOX_CLI_HAS_RELAY
+    subcommand{"housekeep", "run the housekeeping jobs once (--once)", housekeep_command, "seqinbox housekeep --help"},
+    subcommand{"run", "the relay: Kafka in, ordered and deduplicated Kafka out, until SIGTERM", run_command,
+               "seqinbox run --help"},
 #endif
 };
 

@@ -2,12 +2,15 @@
 // Command-line parsing shared by the subcommands: `--name value`, `--name=value` and flags.
 // A usage_error ends the program with exit code 2; its text names the offending word.
 #include <charconv>
+#include <map>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace seqinbox::cli {
 
@@ -61,6 +64,30 @@ public:
         return n;
     }
 
+    /// Parses the value of option `name` as a duration: a whole number with unit ms, s, m, h or
+    /// d (`500ms`, `30s`, `10m`), from 1 ms to 30 days.
+    std::chrono::milliseconds duration(std::string_view name, std::string_view text) const {
+        using namespace std::chrono;
+        static constexpr std::pair<std::string_view, milliseconds> units[] = {
+            {"ms", milliseconds(1)}, {"s", seconds(1)}, {"m", minutes(1)}, {"h", hours(1)}, {"d", hours(24)}};
+        std::uint64_t n = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+        for (const auto& [suffix, length] : units)
+            if (ec == std::errc{} && unit == suffix && n > 0 && n <= static_cast<std::uint64_t>(hours(24 * 30) / length))
+                return length * static_cast<std::int64_t>(n);
+        throw usage_error(prefix() + "option '" + std::string(name) + "' expects a duration such as 500ms, 30s, 10m, 24h or 7d " +
+                          "(at most 30d), not '" + std::string(text) + "'");
+    }
+
+    /// Splits the value of option `name` at its first '=' into a non-empty name and a value.
+    std::pair<std::string, std::string> assignment(std::string_view name, std::string_view text) const {
+        const auto equals = text.find('=');
+        if (equals == std::string_view::npos || equals == 0)
+            throw usage_error(prefix() + "option '" + std::string(name) + "' expects NAME=VALUE, not '" + std::string(text) + "'");
+        return {std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
+    }
+
     /// Throws the usage error for the current argument.
     [[noreturn]] void unknown() const {
         if (current_.starts_with('-')) throw usage_error(prefix() + "unknown option '" + std::string(current_) + "'");
@@ -75,5 +102,10 @@ private:
     std::string_view current_;
     std::size_t index_ = 0;
 };
+
+/// Sets `entry.first` to `entry.second` in `map` (a later option wins over an earlier one).
+inline void assign(std::map<std::string, std::string>& map, std::pair<std::string, std::string> entry) {
+    map.insert_or_assign(std::move(entry.first), std::move(entry.second));
+}
 
 }  // namespace seqinbox::cli

@@ -1,0 +1,101 @@
+// seqinbox housekeep: see housekeep.hpp.
+#include "housekeep.hpp"
+
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "json.hpp"
+#include "options.hpp"
+#include "service_flags.hpp"
+#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/kafka/dead_letter_sink.hpp"
+#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/postgresql/store.hpp"
+
+namespace seqinbox::cli {
+
+namespace {
+
+constexpr std::string_view usage_text =
+    "usage: seqinbox housekeep --once --postgres CONNINFO --bootstrap-servers HOSTS --dead-letter-topic TOPIC [options]\n"
+    "\n"
+    "Runs the housekeeping jobs once: removes CLOSED instances, marks OPEN instances past their\n"
+    "retention for removal, and removes marked instances past their removal time after sending\n"
+    "each of their WAITING messages to the dead-letter topic. Only one service instance runs a\n"
+    "job at a time; a job another one is running is reported as skipped. `seqinbox run`\n"
+    "schedules the same jobs.\n"
+    "\n"
+    "options:\n"
+    "  --once                    required: run once and exit\n"
+    "  --postgres CONNINFO       libpq connection string of the inbox database\n"
+    "  --dead-letter-topic TOPIC topic receiving the WAITING messages of removed instances\n"
+    "  --json                    one JSON document instead of text\n";
+
+struct housekeep_call {
+    bool once = false;
+    bool json = false;
+    std::string conninfo, bootstrap_servers, dead_letter_topic;
+    kafka::properties producer;
+    housekeeping_options housekeeping;
+};
+
+void require(bool given, std::string_view option) {
+    if (!given) throw usage_error("seqinbox housekeep: option '" + std::string(option) + "' is required");
+}
+
+std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
+    housekeep_call call;
+    for (option_reader r(args, "housekeep"); r.next();) {
+        if (r.flag("--help") || r.flag("-h")) {
+            std::cout << usage_text << producer_flags_help << housekeeping_flags_help
+                      << "\nexit status: 0 done, 1 error (reason on stderr), 2 usage error\n";
+            return std::nullopt;
+        }
+        if (r.flag("--once")) call.once = true;
+        else if (r.flag("--json")) call.json = true;
+        else if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (auto v = r.value("--dead-letter-topic")) call.dead_letter_topic = std::string(*v);
+        else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping))
+            r.unknown();
+    }
+    require(call.once, "--once");
+    require(!call.conninfo.empty(), "--postgres");
+    require(!call.bootstrap_servers.empty(), "--bootstrap-servers");
+    require(!call.dead_letter_topic.empty(), "--dead-letter-topic");
+    return call;
+}
+
+void print(const housekeeping_report& report, bool json) {
+    if (json) {
+        std::cout << "{\"closed_removed\":" << report.closed_removed << ",\"marked\":" << report.marked
+                  << ",\"expired_removed\":" << report.expired_removed << ",\"forwarded\":" << report.forwarded
+                  << ",\"complete\":" << (report.complete ? "true" : "false") << ",\"skipped\":[";
+        for (std::size_t i = 0; i < report.skipped.size(); ++i) std::cout << (i ? "," : "") << json_string(report.skipped[i]);
+        std::cout << "]}\n";
+        return;
+    }
+    std::cout << "closed instances removed   " << report.closed_removed << "\n"
+              << "instances marked expired   " << report.marked << "\n"
+              << "expired instances removed  " << report.expired_removed << "\n"
+              << "waiting messages forwarded " << report.forwarded << "\n";
+    for (const auto& job : report.skipped) std::cout << "skipped (running elsewhere) " << job << "\n";
+    if (!report.complete) std::cout << "stopped at --max-duration with work left; the next run resumes\n";
+}
+
+}  // namespace
+
+int housekeep_command(std::span<const std::string_view> args) {
+    const auto call = parse(args);
+    if (!call) return exit_ok;
+    kafka::properties producer = call->producer;
+    producer.insert_or_assign("bootstrap.servers", call->bootstrap_servers);
+    postgresql::store store({.conninfo = call->conninfo, .pool_size = 2});
+    kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
+    basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger> housekeeper(
+        store, sink, call->housekeeping, {}, log::stream_logger(std::cerr));
+    print(housekeeper.run_once(), call->json);
+    return exit_ok;
+}
+
+}  // namespace seqinbox::cli

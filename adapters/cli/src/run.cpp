@@ -1,0 +1,160 @@
+// seqinbox run: see run.hpp.
+#include "run.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "options.hpp"
+#include "service_flags.hpp"
+#include "seqinbox/relay/relay.hpp"
+
+namespace seqinbox::cli {
+
+namespace {
+
+constexpr std::string_view usage_text =
+    "usage: seqinbox run --declarations FILE --postgres CONNINFO --bootstrap-servers HOSTS --dead-letter-topic TOPIC\n"
+    "                    [options]\n"
+    "\n"
+    "The relay: consumes the topics the declarations name, and publishes every released message,\n"
+    "in the declared order per context and once per logical message, to its sequence's output\n"
+    "topic with the original key, value and headers. Failed deliveries go to the dead-letter topic.\n"
+    "Serves /metrics and /healthz on 127.0.0.1, runs the pending-action and housekeeping jobs, logs\n"
+    "one line per decision, and stops gracefully on SIGTERM or SIGINT.\n"
+    "\n"
+    "options:\n"
+    "  --declarations FILE       YAML sequence declarations (built-in extractors only)\n"
+    "  --postgres CONNINFO       libpq connection string of a database migrated with `seqinbox migrate`\n"
+    "  --dead-letter-topic TOPIC topic of failed deliveries, on the default cluster\n"
+    "  --input-topic TOPIC       topic of the message types whose declaration names none\n"
+    "  --output-topic SEQ=TOPIC  output topic of sequence SEQ (repeatable)\n"
+    "  --output-prefix PREFIX    output topic of the other sequences: PREFIX followed by the sequence name\n"
+    "  --cluster NAME=HOSTS      another cluster, as named by clusterName in the declarations (repeatable)\n"
+    "  --group-id ID             consumer group on every cluster (default seqinbox-relay)\n"
+    "  --consumer-property K=V   librdkafka consumer property on every cluster (repeatable)\n"
+    "  --type-header NAME        header naming the message type (default message-type)\n"
+    "  --idempotence-header NAME header carrying the idempotence id (default idempotence-id)\n"
+    "  --threads N               consumer threads (default 1)\n"
+    "  --http-port PORT          loopback port of /metrics and /healthz (default 9464; 0: a free one, logged)\n"
+    "  --actions-every D         pending-action job interval (default 10s)\n"
+    "  --action-page-size N      instances per page of that job (default 100)\n"
+    "  --action-pages N          pages per run of that job (default 10)\n"
+    "  --housekeeping-every D    housekeeping interval (default 10m)\n"
+    "  --delivery-timeout D      how long a publish waits for the broker (default 30s)\n"
+    "  --log-level LEVEL         trace, debug, info (default: a line per decision), warn or error\n";
+
+constexpr std::string_view exit_text =
+    "\n"
+    "exit status: 0 stopped on SIGTERM or SIGINT, 1 could not start (reason on stderr), 2 usage error\n";
+
+struct run_call {
+    relay::relay_options options;
+    std::string bootstrap_servers, group_id = "seqinbox-relay";
+    kafka::properties consumer;
+    std::map<std::string, std::string> other_clusters;  ///< name -> bootstrap servers
+};
+
+log_level level_named(std::string_view text) {
+    for (auto level : {log_level::trace, log_level::debug, log_level::info, log_level::warn, log_level::error})
+        if (to_string(level) == text) return level;
+    throw usage_error("seqinbox run: option '--log-level' expects trace, debug, info, warn or error, not '" +
+                      std::string(text) + "'");
+}
+
+bool read_relay_flag(option_reader& r, run_call& call) {
+    auto& o = call.options;
+    if (auto v = r.value("--declarations")) o.declarations = std::string(*v);
+    else if (auto v = r.value("--postgres")) o.conninfo = std::string(*v);
+    else if (auto v = r.value("--dead-letter-topic")) o.dead_letter_topic = std::string(*v);
+    else if (auto v = r.value("--input-topic")) o.input_topic = std::string(*v);
+    else if (auto v = r.value("--output-topic")) assign(o.output_topics, r.assignment("--output-topic", *v));
+    else if (auto v = r.value("--output-prefix")) o.output_prefix = std::string(*v);
+    else if (auto v = r.value("--cluster")) assign(call.other_clusters, r.assignment("--cluster", *v));
+    else if (auto v = r.value("--group-id")) call.group_id = std::string(*v);
+    else if (auto v = r.value("--consumer-property")) assign(call.consumer, r.assignment("--consumer-property", *v));
+    else if (auto v = r.value("--type-header")) o.type_header = std::string(*v);
+    else if (auto v = r.value("--idempotence-header")) o.idempotence_header = std::string(*v);
+    else if (auto v = r.value("--threads")) o.consumer_threads = r.number("--threads", *v, 1, 64);
+    else if (auto v = r.value("--http-port")) o.http_port = static_cast<std::uint16_t>(r.number("--http-port", *v, 0, 65535));
+    else if (auto v = r.value("--actions-every")) o.actions_every = r.duration("--actions-every", *v);
+    else if (auto v = r.value("--action-page-size")) o.action_page_size = r.number("--action-page-size", *v, 1, 100000);
+    else if (auto v = r.value("--action-pages")) o.action_pages = r.number("--action-pages", *v, 1, 100000);
+    else if (auto v = r.value("--housekeeping-every")) o.housekeeping_every = r.duration("--housekeeping-every", *v);
+    else if (auto v = r.value("--delivery-timeout")) o.delivery_timeout = r.duration("--delivery-timeout", *v);
+    else if (auto v = r.value("--log-level")) o.log_threshold = level_named(*v);
+    else return false;
+    return true;
+}
+
+void require(bool given, std::string_view option) {
+    if (!given) throw usage_error("seqinbox run: option '" + std::string(option) + "' is required");
+}
+
+/// The consumer configuration of every cluster: the default one and the named ones.
+std::vector<kafka::cluster_config> clusters_of(const run_call& call) {
+    auto consumer_for = [&](const std::string& servers) {
+        auto props = call.consumer;
+        props.insert_or_assign("bootstrap.servers", servers);
+        props.try_emplace("group.id", call.group_id);
+        return props;
+    };
+    std::vector<kafka::cluster_config> clusters{{"", consumer_for(call.bootstrap_servers)}};
+    for (const auto& [name, servers] : call.other_clusters) clusters.push_back({name, consumer_for(servers)});
+    return clusters;
+}
+
+std::optional<relay::relay_options> parse(std::span<const std::string_view> args) {
+    run_call call;
+    for (option_reader r(args, "run"); r.next();) {
+        if (r.flag("--help") || r.flag("-h")) {
+            std::cout << usage_text << producer_flags_help << housekeeping_flags_help << exit_text;
+            return std::nullopt;
+        }
+        if (!read_relay_flag(r, call) && !read_producer_flag(r, call.bootstrap_servers, call.options.producer) &&
+            !read_housekeeping_flag(r, call.options.housekeeping))
+            r.unknown();
+    }
+    require(!call.options.declarations.empty(), "--declarations");
+    require(!call.options.conninfo.empty(), "--postgres");
+    require(!call.bootstrap_servers.empty(), "--bootstrap-servers");
+    require(!call.options.dead_letter_topic.empty(), "--dead-letter-topic");
+    call.options.clusters = clusters_of(call);
+    return std::move(call.options);
+}
+
+/// Blocks SIGTERM and SIGINT in this thread and every thread it starts afterwards, so that
+/// only wait_for_stop_signal() receives them.
+sigset_t block_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
+}
+
+int wait_for_stop_signal(const sigset_t& signals) {
+    int received = 0;
+    sigwait(&signals, &received);
+    return received;
+}
+
+}  // namespace
+
+int run_command(std::span<const std::string_view> args) {
+    const auto options = parse(args);
+    if (!options) return exit_ok;
+    const sigset_t signals = block_stop_signals();
+    relay::relay service(*options, std::cerr);
+    service.start();
+    const int received = wait_for_stop_signal(signals);
+    std::cerr << "info stopping on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << '\n';
+    service.stop();
+    return exit_ok;
+}
+
+}  // namespace seqinbox::cli

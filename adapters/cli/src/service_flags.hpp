@@ -1,0 +1,45 @@
+#pragma once
+// Command-line options shared by the subcommands that talk to Kafka and run housekeeping
+// (`run`, `housekeep`): each reader takes the current argument when it is one of its options.
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "options.hpp"
+#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/kafka/properties.hpp"
+
+namespace seqinbox::cli {
+
+constexpr std::string_view housekeeping_flags_help =
+    "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
+    "  --batch-size N            instances per housekeeping transaction (default 100)\n"
+    "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
+
+constexpr std::string_view producer_flags_help =
+    "  --bootstrap-servers HOSTS Kafka brokers of the default cluster (host:port,...)\n"
+    "  --producer-property K=V   librdkafka producer property (repeatable)\n";
+
+inline bool read_housekeeping_flag(option_reader& r, housekeeping_options& o) {
+    using std::chrono::duration_cast;
+    using std::chrono::seconds;
+    if (auto v = r.value("--removal-delay")) o.removal_delay = duration_cast<seconds>(r.duration("--removal-delay", *v));
+    else if (auto v = r.value("--max-duration")) o.max_duration = duration_cast<seconds>(r.duration("--max-duration", *v));
+    else if (auto v = r.value("--batch-size")) o.batch_size = r.number("--batch-size", *v, 1, 100000);
+    else return false;
+    return true;
+}
+
+inline bool read_producer_flag(option_reader& r, std::string& bootstrap_servers, kafka::properties& producer) {
+    if (auto v = r.value("--bootstrap-servers")) {
+        bootstrap_servers = std::string(*v);
+        return true;
+    }
+    if (auto v = r.value("--producer-property")) {
+        assign(producer, r.assignment("--producer-property", *v));
+        return true;
+    }
+    return false;
+}
+
+}  // namespace seqinbox::cli

@@ -1,0 +1,78 @@
+#pragma once
+// Private to seqinbox::kafka: the idempotent producer behind the dead-letter sink and the
+// publisher. send() returns only once the broker acknowledged its record, so a caller that
+// acknowledges its own input afterwards never loses a record.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client.hpp"
+#include "seqinbox/envelope.hpp"
+#include "seqinbox/kafka/properties.hpp"
+
+namespace seqinbox::kafka::detail {
+
+struct producer_settings {
+    /// The user's properties; bootstrap.servers is required, enable.idempotence, acks and
+    /// message.timeout.ms are forced (another value is a configuration error).
+    properties props{};
+    std::chrono::milliseconds delivery_timeout{30000};
+    /// Who produces, for error messages: "dead-letter producer (topic 'dlq')".
+    std::string role{};
+    /// What the forced properties serve, for conflict errors: "the dead-letter sink".
+    std::string purpose{};
+};
+
+/// One record to send; an empty key is sent as no key (envelopes do not tell them apart).
+struct outgoing {
+    const std::string& topic;
+    std::int32_t partition;  ///< RD_KAFKA_PARTITION_UA: by key
+    std::string_view key;
+    std::string_view value;
+    const std::vector<header>& headers;
+    std::string describe;  ///< names the record in errors: "the failure of orders[2]@17"
+};
+
+class pending_reports;
+
+/// Thread safety: send() and partition_count() may run on any number of threads at once.
+class acknowledged_producer {
+public:
+    /// Throws seqinbox::error(configuration) naming the property and value for a missing
+    /// bootstrap.servers, a conflicting or unknown property, or a delivery_timeout out of range.
+    explicit acknowledged_producer(producer_settings settings);
+    /// Flushes for at most delivery_timeout (what is left belongs to send() calls that threw).
+    ~acknowledged_producer();
+    acknowledged_producer(const acknowledged_producer&) = delete;
+    acknowledged_producer& operator=(const acknowledged_producer&) = delete;
+
+    /// Produces `r` and waits for the broker's acknowledgement; throws seqinbox::error
+    /// (retryable for transient conditions) when it is refused or does not come in time.
+    void send(const outgoing& r);
+
+    /// The partitions of `topic`, asked once from the cluster and remembered. Throws
+    /// seqinbox::error when the topic does not exist or the cluster does not answer.
+    std::int32_t partition_count(const std::string& topic);
+
+    const std::string& role() const noexcept { return settings_.role; }
+
+private:
+    static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void* self);
+    void produce(const outgoing& r, std::uint64_t id, std::chrono::steady_clock::time_point deadline);
+    void await_report(const outgoing& r, std::uint64_t id, std::chrono::steady_clock::time_point deadline);
+    [[noreturn]] void fail(rd_kafka_resp_err_t err, const std::string& doing) const;
+    std::int32_t ask_partition_count(const std::string& topic) const;
+
+    producer_settings settings_;
+    std::unique_ptr<pending_reports> reports_;  // before producer_: reports may arrive until it is destroyed
+    std::mutex partitions_mutex_;
+    std::map<std::string, std::int32_t> partitions_;
+    client_ptr producer_;  // last: destroyed first
+};
+
+}  // namespace seqinbox::kafka::detail

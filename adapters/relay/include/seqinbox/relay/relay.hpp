@@ -1,0 +1,102 @@
+#pragma once
+// The relay service behind `seqinbox run`, for teams that write no C++: it consumes the topics a
+// YAML declaration names, decides every record with the inbox on PostgreSQL, and publishes each
+// released message, in the declared order per context and once per logical message, to the
+// output topic of its sequence, keeping the original key, value and headers (the type and
+// idempotence-id headers included). Failed deliveries go to the dead-letter topic. It serves
+// /metrics and /healthz on the loopback interface and runs the pending-action and housekeeping
+// jobs on schedule.
+//
+// Guarantees are the inbox's (SPEC §2) with the publisher as the listener: a record reaches the
+// output topic before its message is recorded PROCESSED, so a crash between the two publishes it
+// again after restart (at-least-once for that window); a graceful stop() finishes the deliveries
+// in progress and commits, so nothing is repeated. Records of one context go to one partition of
+// the output topic (the partition key is the context id; the record key for messages that are
+// not sequenced).
+//
+// Thread safety: start() and stop() are called from one thread; healthy() from any.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/kafka/properties.hpp"
+#include "seqinbox/kafka/source.hpp"
+#include "seqinbox/log/concept.hpp"
+
+namespace seqinbox::relay {
+
+struct relay_options {
+    /// The YAML sequence declarations (SPEC §4); only built-in extractors and resolvers.
+    std::filesystem::path declarations{};
+    /// libpq connection string of a database migrated with `seqinbox migrate`.
+    std::string conninfo{};
+    /// Consumer properties per cluster; the cluster named "" is the default one and is required:
+    /// the output and dead-letter topics live there. group.id defaults to "seqinbox-relay".
+    std::vector<kafka::cluster_config> clusters{};
+    /// Extra producer properties (output and dead-letter producers); bootstrap.servers comes from
+    /// the default cluster.
+    kafka::properties producer{};
+    /// The topic of message types whose declaration names none.
+    std::string input_topic{};
+    /// Output topic per sequence name; a sequence not listed publishes to `output_prefix` + name.
+    std::map<std::string, std::string> output_topics{};
+    std::string output_prefix{};
+    std::string dead_letter_topic{};
+    /// Headers carrying the message type and the idempotence id.
+    std::string type_header = "message-type";
+    std::string idempotence_header = "idempotence-id";
+    std::size_t consumer_threads = 1;
+    /// Loopback port of /metrics and /healthz; 0 picks a free one (see http_port()).
+    std::uint16_t http_port = 9464;
+    std::chrono::milliseconds actions_every{std::chrono::seconds(10)};
+    std::size_t action_page_size = 100;
+    std::size_t action_pages = 10;
+    std::chrono::milliseconds housekeeping_every{std::chrono::minutes(10)};
+    housekeeping_options housekeeping{};
+    /// Share of the retention after which /metrics counts an OPEN instance as expiring.
+    double expiring_share = 0.75;
+    /// How long a publish waits for the broker before the delivery fails.
+    std::chrono::milliseconds delivery_timeout{std::chrono::seconds(30)};
+    /// Lines below this level are not logged (info: one line per decision).
+    log_level log_threshold = log_level::info;
+};
+
+/// The output topic of `sequence` under `options`.
+std::string output_topic_of(const relay_options& options, const std::string& sequence);
+
+class relay {
+public:
+    /// Loads and validates the declarations, connects to PostgreSQL (checking the schema),
+    /// creates the Kafka clients and listens on the HTTP port. Throws seqinbox::error naming
+    /// what is wrong (every declaration problem at once, the unreachable database, the port).
+    /// Decisions, job runs and errors are logged to `log`, one line each.
+    relay(relay_options options, std::ostream& log);
+    /// Stops like stop() when still running.
+    ~relay();
+    relay(const relay&) = delete;
+    relay& operator=(const relay&) = delete;
+
+    /// Starts the consumer threads and the job schedule.
+    void start();
+    /// Graceful stop: the consumer threads finish the deliveries in progress, the source commits
+    /// and leaves the group, the schedule ends. Idempotent.
+    void stop();
+
+    std::uint16_t http_port() const noexcept;
+    /// True while every consumer thread's last poll worked and the last job run reached the
+    /// database; otherwise why not.
+    std::pair<bool, std::string> health() const;
+
+private:
+    class impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace seqinbox::relay

@@ -1,0 +1,227 @@
+#include "seqinbox/relay/relay.hpp"
+
+#include <atomic>
+#include <thread>
+#include <utility>
+
+#include "health_board.hpp"
+#include "job_schedule.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/kafka/dead_letter_sink.hpp"
+#include "seqinbox/kafka/publisher.hpp"
+#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/metrics/prometheus.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "seqinbox/relay/http_endpoint.hpp"
+#include "seqinbox/yaml/loader.hpp"
+
+namespace seqinbox::relay {
+
+namespace {
+
+namespace pg = seqinbox::postgresql;
+
+using inbox_type = basic_inbox<pg::store, kafka::source, kafka::dead_letter_sink, claim::insert_first, propagation::not_supported,
+                               decode::header_decoder, clocks::system_clock, metrics::prometheus_metrics, log::stream_logger>;
+using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger>;
+
+/// After a failed poll a consumer thread waits this long, so that a database that is down is not
+/// hammered and the log is not flooded.
+constexpr std::chrono::milliseconds retry_pause{1000};
+
+[[noreturn]] void misconfigured(const std::string& problem) { throw error(error_category::configuration, "relay: " + problem); }
+
+const kafka::cluster_config& default_cluster(const relay_options& o) {
+    for (const auto& c : o.clusters)
+        if (c.name.empty()) return c;
+    misconfigured("no default Kafka cluster (the one without a name) is configured: it holds the output and dead-letter topics");
+}
+
+std::vector<kafka::cluster_config> consumer_clusters(const relay_options& o) {
+    auto clusters = o.clusters;
+    for (auto& c : clusters) c.consumer.try_emplace("group.id", "seqinbox-relay");
+    return clusters;
+}
+
+kafka::properties producer_properties(const relay_options& o) {
+    const auto& consumer = default_cluster(o).consumer;
+    const auto servers = consumer.find("bootstrap.servers");
+    if (servers == consumer.end()) misconfigured("the default Kafka cluster has no bootstrap.servers");
+    auto props = o.producer;
+    props.try_emplace("bootstrap.servers", servers->second);
+    return props;
+}
+
+declarations<std::string> load(const relay_options& o) {
+    if (o.dead_letter_topic.empty()) misconfigured("the dead-letter topic is empty");
+    if (o.consumer_threads == 0) misconfigured("consumer_threads is 0");
+    auto decls = yaml::load_file<std::string>(o.declarations, yaml::registry<std::string>{});
+    for (const auto& [sequence, topic] : o.output_topics)
+        if (std::ranges::none_of(decls.sequences, [&](const auto& s) { return s.name == sequence; }))
+            misconfigured("an output topic is given for sequence '" + sequence + "', which " + o.declarations.string() +
+                          " does not declare");
+    return decls;
+}
+
+}  // namespace
+
+std::string output_topic_of(const relay_options& options, const std::string& sequence) {
+    const auto it = options.output_topics.find(sequence);
+    return it != options.output_topics.end() ? it->second : options.output_prefix + sequence;
+}
+
+class relay::impl {
+public:
+    impl(relay_options options, std::ostream& log)
+        : options_(std::move(options)),
+          logger_(log, options_.log_threshold),
+          decls_(load(options_)),
+          store_({.conninfo = options_.conninfo, .pool_size = options_.consumer_threads * 2 + 2}),
+          dead_letters_({.producer = producer_properties(options_), .topic = options_.dead_letter_topic,
+                         .delivery_timeout = options_.delivery_timeout}),
+          publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
+          source_(source_options(), decls_, options_.input_topic),
+          inbox_(store_, source_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
+          housekeeper_(store_, dead_letters_, options_.housekeeping, {}, logger_),
+          http_(options_.http_port, routes()) {
+        publish_released_messages();
+    }
+
+    ~impl() { stop(); }
+    impl(const impl&) = delete;
+    impl& operator=(const impl&) = delete;
+
+    void start() {
+        for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n); });
+        schedule_ = std::make_unique<detail::job_schedule>(std::vector<detail::job_schedule::job>{
+            {options_.actions_every, [this] { run_job("pending actions", [this] { run_actions(); }); }},
+            {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
+        });
+        note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) +
+                                         " consumer thread(s), /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
+    }
+
+    void stop() {
+        if (stopped_.exchange(true)) return;
+        stopping_ = true;
+        for (auto& t : consumers_) t.join();
+        if (schedule_) schedule_->stop();
+        source_.close();  // commits what was decided, leaves the group
+        note(log_level::info, "relay stopped");
+    }
+
+    std::uint16_t http_port() const noexcept { return http_.port(); }
+    std::pair<bool, std::string> health() const { return health_.report(); }
+
+private:
+    kafka::source_options source_options() {
+        kafka::source_options o;
+        o.clusters = consumer_clusters(options_);
+        o.report = [this](std::string_view line) { note(log_level::info, "kafka: " + std::string(line)); };
+        return o;
+    }
+
+    /// Every declared type's listener publishes to its sequence's output topic; the topics are
+    /// checked now so that a missing one stops the start rather than fails every delivery.
+    void publish_released_messages() {
+        for (const auto& sequence : decls_.sequences) {
+            const auto topic = output_topic_of(options_, sequence.name);
+            publisher_.partitions(topic);
+            for (const auto& message : sequence.messages)
+                inbox_.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
+                    publisher_.publish(topic, c.record, c.context_id.empty() ? std::string_view(c.record.key) : c.context_id);
+                });
+        }
+    }
+
+    std::map<std::string, http_handler> routes() {
+        return {
+            {"/metrics",
+             [this] {
+                 metrics_.refresh(store_, clocks::system_clock{}.now(), options_.expiring_share);
+                 return http_response{200, std::string(metrics::prometheus_content_type), metrics_.shared_registry()->render()};
+             }},
+            {"/healthz",
+             [this] {
+                 auto [ok, text] = health_.report();
+                 return http_response{ok ? 200 : 503, "text/plain; charset=utf-8", std::move(text)};
+             }},
+        };
+    }
+
+    void consume(std::size_t n) {
+        const std::string part = "consumer " + std::to_string(n);
+        while (!stopping_) {
+            try {
+                inbox_.poll_once();
+                health_.fine(part);
+            } catch (const std::exception& e) {
+                health_.failing(part, e.what());
+                note(log_level::error, part + ": " + e.what());
+                pause_unless_stopping();
+            }
+        }
+    }
+
+    void pause_unless_stopping() {
+        const auto until = std::chrono::steady_clock::now() + retry_pause;
+        while (!stopping_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+
+    template <class Job>
+    void run_job(const std::string& name, Job job) {
+        try {
+            job();
+            health_.fine("jobs");
+        } catch (const std::exception& e) {
+            health_.failing("jobs", name + ": " + e.what());
+            note(log_level::error, name + ": " + e.what());
+        }
+    }
+
+    void run_actions() {
+        if (const auto ran = inbox_.run_pending_actions(options_.action_page_size, options_.action_pages); ran > 0)
+            note(log_level::info, "pending actions: " + std::to_string(ran) + " executed");
+    }
+
+    void run_housekeeping() {
+        const auto report = housekeeper_.run_once();
+        metrics_.housekeeping(report);
+        const bool idle = report.closed_removed + report.marked + report.expired_removed == 0 && report.complete;
+        note(idle ? log_level::debug : log_level::info, "housekeeping: " + std::to_string(report.closed_removed) + " closed removed, " +
+                                         std::to_string(report.marked) + " marked, " + std::to_string(report.expired_removed) +
+                                         " expired removed, " + std::to_string(report.forwarded) + " waiting forwarded" +
+                                         (report.complete ? "" : " (stopped at max duration, resumes next run)"));
+    }
+
+    void note(log_level level, const std::string& line) {
+        if (logger_.enabled(level)) logger_.log(level, line);
+    }
+
+    relay_options options_;
+    log::stream_logger logger_;
+    declarations<std::string> decls_;
+    pg::store store_;
+    kafka::dead_letter_sink dead_letters_;
+    kafka::publisher publisher_;
+    kafka::source source_;
+    metrics::prometheus_metrics metrics_;
+    inbox_type inbox_;
+    housekeeper_type housekeeper_;
+    detail::health_board health_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> stopped_{false};
+    std::vector<std::thread> consumers_;
+    std::unique_ptr<detail::job_schedule> schedule_;
+    http_endpoint http_;  // last: its routes use the members above, and it stops first
+};
+
+relay::relay(relay_options options, std::ostream& log) : impl_(std::make_unique<impl>(std::move(options), log)) {}
+relay::~relay() = default;
+
+void relay::start() { impl_->start(); }
+void relay::stop() { impl_->stop(); }
+std::uint16_t relay::http_port() const noexcept { return impl_->http_port(); }
+std::pair<bool, std::string> relay::health() const { return impl_->health(); }
+
+}  // namespace seqinbox::relay

@@ -1,0 +1,232 @@
+// `seqinbox run` (the relay) and `seqinbox housekeep --once` as a user runs them: the real
+// program as a child process, against librdkafka's mock cluster and a throwaway PostgreSQL.
+// Out-of-order, duplicated input becomes in-order output once per logical message; SIGTERM
+// mid-stream then a restart loses and repeats nothing; /metrics and /healthz answer; expired
+// instances' WAITING messages reach the dead-letter topic before removal.
+#define BOOST_TEST_MODULE seqinbox relay
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kafka/kafka_world.hpp"
+#include "postgresql/cli_runner.hpp"
+#include "postgresql/pg_test_support.hpp"
+#include "relay/relay_process.hpp"
+#include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/source.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "support/order_check.hpp"
+
+namespace si = seqinbox;
+namespace pg = seqinbox::postgresql;
+using si::test::relay_process;
+
+namespace {
+
+const std::string input = "orders";
+const std::string output = "orders-out";
+const std::string dead_letters = "orders-dlq";
+constexpr int input_partitions = 4;
+constexpr int output_partitions = 3;
+
+constexpr const char* declarations_yaml = R"(sequences:
+  - name: OrderSequence
+    retentionPeriod: 24h
+    messages:
+      - { type: OrderCreated, contextIdExtractor: key }
+      - { type: OrderValidated, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
+      - { type: OrderPrepared, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
+      - { type: OrderExpedited, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
+      - type: OrderShipped
+        contextIdExtractor: key
+        releaseCondition:
+          and:
+            - predecessor: OrderValidated
+            - or: [ { predecessor: OrderPrepared }, { predecessor: OrderExpedited } ]
+)";
+
+/// A throwaway database, a mock cluster with the three topics, and the declaration file.
+struct relay_world {
+    relay_world() : conninfo(si::test::pg_server::shared().create_database()), dir(scratch_dir()) {
+        pg::migrate(conninfo);
+        cluster.create_topic(input, input_partitions);
+        cluster.create_topic(output, output_partitions);
+        cluster.create_topic(dead_letters, 1);
+        std::ofstream(dir / "orders.yaml") << declarations_yaml;
+    }
+    ~relay_world() { std::filesystem::remove_all(dir); }
+
+    static std::filesystem::path scratch_dir() {
+        auto path = std::filesystem::temp_directory_path() / ("seqinbox-relay-test-" + std::to_string(::getpid()) + "-" +
+                                                              std::to_string(next_dir++));
+        std::filesystem::create_directories(path);
+        return path;
+    }
+
+    std::vector<std::string> arguments(const std::string& group = "relay-test") const {
+        return {"--declarations", (dir / "orders.yaml").string(), "--postgres", conninfo, "--bootstrap-servers", cluster.bootstraps(),
+                "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
+                "--group-id", group, "--threads", "2", "--http-port", "0", "--actions-every", "200ms",
+                "--housekeeping-every", "1s", "--consumer-property", "session.timeout.ms=6000",
+                "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
+                "--producer-property", "log_level=0"};
+    }
+
+    long long published() const {
+        const auto ends = cluster.end_offsets(output, output_partitions);
+        return std::accumulate(ends.begin(), ends.end(), 0LL);
+    }
+
+    /// Waits until at least `n` records are on the output topic.
+    bool wait_for_output(long long n, std::chrono::seconds patience = std::chrono::seconds(90)) const {
+        const auto deadline = std::chrono::steady_clock::now() + patience;
+        while (published() < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return published() >= n;
+    }
+
+    static inline int next_dir = 0;
+    std::string conninfo;
+    si::testing::mock_cluster cluster;
+    std::filesystem::path dir;
+};
+
+/// The output records exactly once per logical message, each context in declared order, with
+/// the original key, value and headers.
+void expect_once_in_declared_order(const std::vector<si::envelope>& records, const si::testing::order_workload& work) {
+    std::map<std::pair<std::string, std::string>, int> copies;
+    std::map<std::string, std::vector<std::string>> order;  // context -> types in output order
+    for (const auto& r : records) {
+        const std::string type(r.find_header("message-type").value_or(""));
+        const std::string id(r.find_header("idempotence-id").value_or(""));
+        ++copies[{type, id}];
+        order[r.key].push_back(type);
+        BOOST_TEST(r.value == type + ":" + id, "value kept");
+        BOOST_TEST(id == type + "@" + r.key, "key kept");
+    }
+    BOOST_TEST(copies.size() == work.logical);
+    BOOST_TEST(records.size() == work.logical, records.size() - copies.size() << " repeated records");
+    const auto decls = si::testing::order_declarations();
+    std::size_t out_of_order = 0;
+    for (const auto& context : work.contexts)
+        if (const auto violation = si::testing::order_violation(decls, order[context]); !violation.empty())
+            if (out_of_order++ == 0) BOOST_TEST_MESSAGE(context << ": " << violation);
+    BOOST_TEST(out_of_order == 0u);
+}
+
+long long count(const std::string& conninfo, const std::string& sql) {
+    soci::session db(soci::postgresql, conninfo);
+    return si::test::count(db, sql);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(out_of_order_duplicated_input_is_published_once_in_declared_order_with_metrics_and_health) {
+    relay_world world;
+    const si::testing::order_workload work(60, 0.3, 21);
+    work.produce(world.cluster, input, input_partitions, 5);
+
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    const auto port = relay.http_port();
+    BOOST_TEST_REQUIRE(port != 0, relay.log());
+    BOOST_TEST_REQUIRE(world.wait_for_output(static_cast<long long>(work.logical)), relay.log());
+
+    const auto health = si::test::http_get(port, "/healthz");
+    BOOST_TEST(health.status == 200, health.body);
+    BOOST_TEST(health.body == "ok\n");
+    const auto metrics = si::test::http_get(port, "/metrics");
+    BOOST_TEST(metrics.status == 200);
+    BOOST_TEST(si::test::contains(metrics.head, "text/plain; version=0.0.4"));
+    for (const char* type : {"OrderCreated", "OrderValidated", "OrderShipped"})
+        BOOST_TEST(si::test::contains(metrics.body, "seqinbox_consumed_messages_total{type=\"" + std::string(type) + "\"} 60"),
+                   metrics.body);
+    BOOST_TEST(si::test::contains(metrics.body, "seqinbox_waiting_messages"));
+    BOOST_TEST(si::test::http_get(port, "/nope").status == 404);
+
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+    const auto log = relay.log();
+    BOOST_TEST(si::test::contains(log, "info processed OrderCreated"), "a line per decision");
+    BOOST_TEST(si::test::contains(log, "info relay stopped"));
+    expect_once_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(1)).empty());
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state <> 'PROCESSED'") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_mid_stream_then_a_restart_loses_and_repeats_nothing) {
+    relay_world world;
+    const si::testing::order_workload work(150, 0.3, 22);
+    const auto half = work.records.size() / 2;
+    work.produce(world.cluster, input, input_partitions, 6, 0, half);
+
+    relay_process first(world.arguments(), world.dir / "first.log");
+    BOOST_TEST_REQUIRE(world.wait_for_output(40), first.log());
+    work.produce(world.cluster, input, input_partitions, 7, half);
+    BOOST_TEST_REQUIRE(first.stop(SIGTERM) == 0, first.log());
+    const auto after_first = world.published();
+    BOOST_TEST_MESSAGE("published before SIGTERM took effect: " << after_first << " of " << work.logical);
+    BOOST_TEST(after_first < static_cast<long long>(work.logical), "the stop came mid-stream");
+
+    relay_process second(world.arguments(), world.dir / "second.log");
+    BOOST_TEST_REQUIRE(world.wait_for_output(static_cast<long long>(work.logical)), second.log());
+    BOOST_TEST(second.stop(SIGINT) == 0, second.log());
+    expect_once_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+    BOOST_TEST(si::test::contains(second.log(), "skipped duplicate"), "records after the last commit came again and were skipped");
+}
+
+BOOST_AUTO_TEST_CASE(a_relay_that_cannot_start_says_why_and_exits_1) {
+    relay_world world;
+    auto missing_topic = world.arguments();
+    missing_topic.push_back("--output-prefix");
+    missing_topic.push_back("no-such-");
+    for (auto& a : missing_topic)
+        if (a == "OrderSequence=" + output) a = "OrderSequence=no-such-topic";
+    relay_process relay(missing_topic, world.dir / "missing.log");
+    BOOST_TEST(relay.wait(std::chrono::seconds(60)) == 1);
+    BOOST_TEST(si::test::contains(relay.log(), "topic 'no-such-topic' does not exist"), relay.log());
+
+    std::ofstream(world.dir / "orders.yaml") << "sequences:\n  - name: Broken\n    retentionPeriod: 0s\n    messages: []\n";
+    relay_process broken(world.arguments(), world.dir / "broken.log");
+    BOOST_TEST(broken.wait(std::chrono::seconds(60)) == 1);
+    BOOST_TEST(si::test::contains(broken.log(), "orders.yaml:3:"), broken.log());
+}
+
+BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_expired_instances) {
+    relay_world world;
+    {
+        // o1 waits for OrderCreated in an instance created two days ago (retention 24 h).
+        pg::store store({.conninfo = world.conninfo, .pool_size = 2});
+        si::memory::source source;
+        si::memory::error_sink sink;
+        si::clocks::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
+        si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first, si::propagation::not_supported,
+                        si::decode::header_decoder, si::clocks::manual_clock>
+            inbox(store, source, sink, si::testing::order_declarations(), {}, clock);
+        for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
+        BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record("OrderValidated", "v1", "o1")).outcome) == "buffered");
+    }
+    const std::string base = "housekeep --once --postgres " + si::test::shell_quote(world.conninfo) + " --bootstrap-servers " +
+                             world.cluster.bootstraps() + " --dead-letter-topic " + dead_letters +
+                             " --producer-property log_level=0 --removal-delay 1h";
+    const auto run = si::test::run_cli(base);
+    BOOST_TEST(run.exit_code == 0, run.output);
+    BOOST_TEST(si::test::contains(run.output, "instances marked expired   1"), run.output);
+    BOOST_TEST(si::test::contains(run.output, "expired instances removed  1"), run.output);
+    BOOST_TEST(si::test::contains(run.output, "waiting messages forwarded 1"), run.output);
+
+    const auto forwarded = world.cluster.read_all(dead_letters, 1, 1);
+    BOOST_TEST_REQUIRE(forwarded.size() == 1u);
+    BOOST_TEST(forwarded.front().key == "o1");
+    BOOST_TEST(forwarded.front().value == "OrderValidated:v1");
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequence_instance") == 0);
+
+    const auto again = si::test::run_cli(base + " --json");
+    BOOST_TEST(again.exit_code == 0, again.output);
+    BOOST_TEST(si::test::contains(again.output, "\"expired_removed\":0"), again.output);
+    BOOST_TEST(si::test::contains(again.output, "\"complete\":true"), again.output);
+}
