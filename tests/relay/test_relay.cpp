@@ -91,6 +91,15 @@ struct relay_world {
         return published() >= n;
     }
 
+    /// Makes the database refuse every connection and ends the open ones, or lets them in again.
+    void refuse_connections(bool refuse) const {
+        const auto from = conninfo.find("dbname=") + 7;
+        const auto name = conninfo.substr(from, conninfo.find(' ', from) - from);
+        soci::session admin(soci::postgresql, si::test::pg_server::shared().conninfo());
+        admin << "ALTER DATABASE " + name + " ALLOW_CONNECTIONS " + (refuse ? "false" : "true");
+        if (refuse) admin << "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" + name + "'";
+    }
+
     static inline int next_dir = 0;
     std::string conninfo;
     si::testing::mock_cluster cluster;
@@ -177,6 +186,34 @@ BOOST_AUTO_TEST_CASE(sigterm_mid_stream_then_a_restart_loses_and_repeats_nothing
     BOOST_TEST(second.stop(SIGINT) == 0, second.log());
     expect_once_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
     BOOST_TEST(si::test::contains(second.log(), "skipped duplicate"), "records after the last commit came again and were skipped");
+}
+
+/// Polls /healthz until it answers `status` or `patience` passed; the last reply.
+si::test::http_reply await_health(std::uint16_t port, int status, std::chrono::seconds patience = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    auto reply = si::test::http_get(port, "/healthz");
+    while (reply.status != status && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        reply = si::test::http_get(port, "/healthz");
+    }
+    return reply;
+}
+
+BOOST_AUTO_TEST_CASE(healthz_is_503_while_the_database_refuses_connections_and_ok_once_it_is_back) {
+    relay_world world;
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    const auto port = relay.http_port();
+    BOOST_TEST_REQUIRE(port != 0, relay.log());
+    BOOST_TEST(await_health(port, 200).body == "ok\n");
+
+    world.refuse_connections(true);
+    const auto down = await_health(port, 503);  // the pending-action job (every 200 ms) notices first
+    BOOST_TEST(down.status == 503, relay.log());
+    BOOST_TEST(si::test::contains(down.body, "jobs: pending actions:"), down.body);
+
+    world.refuse_connections(false);
+    BOOST_TEST(await_health(port, 200).status == 200, relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
 }
 
 BOOST_AUTO_TEST_CASE(a_relay_that_cannot_start_says_why_and_exits_1) {
