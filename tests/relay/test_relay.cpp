@@ -74,7 +74,7 @@ struct relay_world {
         return {"--declarations", (dir / "orders.yaml").string(), "--postgres", conninfo, "--bootstrap-servers", cluster.bootstraps(),
                 "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
                 "--group-id", group, "--threads", "2", "--http-port", "0", "--actions-every", "200ms",
-                "--housekeeping-every", "1s", "--consumer-property", "session.timeout.ms=6000",
+                "--housekeeping-every", "1s", "--removal-delay", "1h", "--consumer-property", "session.timeout.ms=6000",
                 "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
                 "--producer-property", "log_level=0"};
     }
@@ -132,6 +132,27 @@ void expect_once_in_declared_order(const std::vector<si::envelope>& records, con
 long long count(const std::string& conninfo, const std::string& sql) {
     soci::session db(soci::postgresql, conninfo);
     return si::test::count(db, sql);
+}
+
+/// Stores `type` WAITING for its predecessors in an instance of `context` created two days ago,
+/// so past its 24 h retention.
+void buffer_in_expired_instance(const std::string& conninfo, const std::string& type, const std::string& id, const std::string& context) {
+    pg::store store({.conninfo = conninfo, .pool_size = 2});
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::clocks::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first, si::propagation::not_supported,
+                    si::decode::header_decoder, si::clocks::manual_clock>
+        inbox(store, source, sink, si::testing::order_declarations(), {}, clock);
+    for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
+    BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record(type, id, context)).outcome) == "buffered");
+}
+
+/// Waits until `sql` counts at least `n`.
+bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (count(conninfo, sql) < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return count(conninfo, sql) >= n;
 }
 
 }  // namespace
@@ -216,6 +237,32 @@ BOOST_AUTO_TEST_CASE(healthz_is_503_while_the_database_refuses_connections_and_o
     BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
 }
 
+BOOST_AUTO_TEST_CASE(the_relay_runs_operator_actions_and_housekeeping_on_schedule) {
+    relay_world world;
+    buffer_in_expired_instance(world.conninfo, "OrderValidated", "v1", "o1");  // housekeeping forwards it
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    BOOST_TEST_REQUIRE(relay.http_port() != 0, relay.log());
+    world.cluster.produce(input, si::testing::record("OrderShipped", "s2", "o2"));  // waits for its predecessors
+    const std::string waiting = "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING' AND idempotence_id = 's2'";
+    BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, waiting, 1), relay.log());
+    soci::session db(soci::postgresql, world.conninfo);
+    const auto id = si::test::count(db, "SELECT id FROM sequenced_message WHERE idempotence_id = 's2'");
+
+    const auto consume = si::test::run_cli("consume " + std::to_string(id) + " --postgres " + si::test::shell_quote(world.conninfo));
+    BOOST_TEST_REQUIRE(consume.exit_code == 0, consume.output);
+    BOOST_TEST_REQUIRE(world.wait_for_output(1), relay.log());  // the relay's pending-action job replayed it
+    const auto published = world.cluster.read_all(output, output_partitions, 1);
+    BOOST_TEST_REQUIRE(published.size() == 1u);
+    BOOST_TEST(published.front().value == "OrderShipped:s2");
+
+    const auto forwarded = world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(60));  // housekeeping every 1 s
+    BOOST_TEST_REQUIRE(forwarded.size() == 1u, relay.log());
+    BOOST_TEST(forwarded.front().value == "OrderValidated:v1");
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+    BOOST_TEST(si::test::contains(relay.log(), "pending actions: 1 executed"), relay.log());
+    BOOST_TEST(si::test::contains(relay.log(), "1 waiting forwarded"), relay.log());
+}
+
 BOOST_AUTO_TEST_CASE(a_relay_that_cannot_start_says_why_and_exits_1) {
     relay_world world;
     auto missing_topic = world.arguments();
@@ -235,18 +282,7 @@ BOOST_AUTO_TEST_CASE(a_relay_that_cannot_start_says_why_and_exits_1) {
 
 BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_expired_instances) {
     relay_world world;
-    {
-        // o1 waits for OrderCreated in an instance created two days ago (retention 24 h).
-        pg::store store({.conninfo = world.conninfo, .pool_size = 2});
-        si::memory::source source;
-        si::memory::error_sink sink;
-        si::clocks::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
-        si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first, si::propagation::not_supported,
-                        si::decode::header_decoder, si::clocks::manual_clock>
-            inbox(store, source, sink, si::testing::order_declarations(), {}, clock);
-        for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
-        BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record("OrderValidated", "v1", "o1")).outcome) == "buffered");
-    }
+    buffer_in_expired_instance(world.conninfo, "OrderValidated", "v1", "o1");
     const std::string base = "housekeep --once --postgres " + si::test::shell_quote(world.conninfo) + " --bootstrap-servers " +
                              world.cluster.bootstraps() + " --dead-letter-topic " + dead_letters +
                              " --producer-property log_level=0 --removal-delay 1h";
