@@ -106,9 +106,10 @@ struct relay_world {
     std::filesystem::path dir;
 };
 
-/// The output records exactly once per logical message, each context in declared order, with
-/// the original key, value and headers.
-void expect_once_in_declared_order(const std::vector<si::envelope>& records, const si::testing::order_workload& work) {
+/// The output records: every logical message, repeated at most `allowed_repeats` times in all,
+/// each context in declared order, with the original key, value and headers.
+void expect_in_declared_order(const std::vector<si::envelope>& records, const si::testing::order_workload& work,
+                              std::size_t allowed_repeats = 0) {
     std::map<std::pair<std::string, std::string>, int> copies;
     std::map<std::string, std::vector<std::string>> order;  // context -> types in output order
     for (const auto& r : records) {
@@ -120,7 +121,8 @@ void expect_once_in_declared_order(const std::vector<si::envelope>& records, con
         BOOST_TEST(id == type + "@" + r.key, "key kept");
     }
     BOOST_TEST(copies.size() == work.logical);
-    BOOST_TEST(records.size() == work.logical, records.size() - copies.size() << " repeated records");
+    BOOST_TEST_MESSAGE(records.size() << " output records, " << records.size() - copies.size() << " repeated");
+    BOOST_TEST(records.size() - copies.size() <= allowed_repeats, records.size() - copies.size() << " repeated records");
     const auto decls = si::testing::order_declarations();
     std::size_t out_of_order = 0;
     for (const auto& context : work.contexts)
@@ -183,7 +185,7 @@ BOOST_AUTO_TEST_CASE(out_of_order_duplicated_input_is_published_once_in_declared
     const auto log = relay.log();
     BOOST_TEST(si::test::contains(log, "info processed OrderCreated"), "a line per decision");
     BOOST_TEST(si::test::contains(log, "info relay stopped"));
-    expect_once_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+    expect_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
     BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(1)).empty());
     BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state <> 'PROCESSED'") == 0);
 }
@@ -205,7 +207,7 @@ BOOST_AUTO_TEST_CASE(sigterm_mid_stream_then_a_restart_loses_and_repeats_nothing
     relay_process second(world.arguments(), world.dir / "second.log");
     BOOST_TEST_REQUIRE(world.wait_for_output(static_cast<long long>(work.logical)), second.log());
     BOOST_TEST(second.stop(SIGINT) == 0, second.log());
-    expect_once_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+    expect_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
     BOOST_TEST(si::test::contains(second.log(), "skipped duplicate"), "records after the last commit came again and were skipped");
 }
 
@@ -218,6 +220,26 @@ si::test::http_reply await_health(std::uint16_t port, int status, std::chrono::s
         reply = si::test::http_get(port, "/healthz");
     }
     return reply;
+}
+
+BOOST_AUTO_TEST_CASE(a_crash_mid_stream_repeats_at_most_one_message_per_consumer_thread_and_loses_nothing) {
+    relay_world world;
+    const si::testing::order_workload work(100, 0.3, 23);
+    work.produce(world.cluster, input, input_partitions, 8);
+    relay_process first(world.arguments(), world.dir / "first.log");
+    BOOST_TEST_REQUIRE(world.wait_for_output(40), first.log());
+    BOOST_TEST_REQUIRE(first.stop(SIGKILL) == 128 + SIGKILL);
+    BOOST_TEST_MESSAGE("published before the crash: " << world.published() << " of " << work.logical);
+
+    // The group gives the dead member's partitions away after session.timeout.ms (6 s).
+    relay_process second(world.arguments(), world.dir / "second.log");
+    const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
+    BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, processed, static_cast<long long>(work.logical)), second.log());
+    BOOST_TEST(second.stop(SIGTERM) == 0, second.log());
+    // The at-least-once window of SPEC §2: a listener (the publish) done, its PROCESSED row not yet
+    // committed — at most one such message per consumer thread (--threads 2).
+    const auto records = world.cluster.read_all(output, output_partitions, work.logical + 3, std::chrono::seconds(5));
+    expect_in_declared_order(records, work, 2);
 }
 
 BOOST_AUTO_TEST_CASE(healthz_is_503_while_the_database_refuses_connections_and_ok_once_it_is_back) {
