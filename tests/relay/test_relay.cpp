@@ -163,6 +163,9 @@ BOOST_AUTO_TEST_CASE(out_of_order_duplicated_input_is_published_once_in_declared
     relay_world world;
     const si::testing::order_workload work(60, 0.3, 21);
     work.produce(world.cluster, input, input_partitions, 5);
+    si::envelope poison = si::testing::record("OrderCreated", "p1", "order-poison");
+    poison.headers.erase(poison.headers.begin());  // no message-type header: a bad message
+    world.cluster.produce(input, poison);
 
     relay_process relay(world.arguments(), world.dir / "relay.log");
     const auto port = relay.http_port();
@@ -186,7 +189,10 @@ BOOST_AUTO_TEST_CASE(out_of_order_duplicated_input_is_published_once_in_declared
     BOOST_TEST(si::test::contains(log, "info processed OrderCreated"), "a line per decision");
     BOOST_TEST(si::test::contains(log, "info relay stopped"));
     expect_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
-    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(1)).empty());
+    const auto rejected = world.cluster.read_all(dead_letters, 1, 2, std::chrono::seconds(10));
+    BOOST_TEST_REQUIRE(rejected.size() == 1u, "the bad message, and only it, is dead-lettered");
+    BOOST_TEST(rejected.front().value == poison.value);
+    BOOST_TEST(si::test::contains(std::string(rejected.front().find_header("seqinbox-reason").value_or("")), "message-type"));
     BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state <> 'PROCESSED'") == 0);
 }
 
