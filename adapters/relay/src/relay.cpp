@@ -98,7 +98,7 @@ public:
             {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
         });
         note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) +
-                                         " consumer thread(s), /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
+                                  " consumer thread(s), /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
     }
 
     void stop() {
@@ -188,10 +188,13 @@ private:
         const auto report = housekeeper_.run_once();
         metrics_.housekeeping(report);
         const bool idle = report.closed_removed + report.marked + report.expired_removed == 0 && report.complete;
-        note(idle ? log_level::debug : log_level::info, "housekeeping: " + std::to_string(report.closed_removed) + " closed removed, " +
-                                         std::to_string(report.marked) + " marked, " + std::to_string(report.expired_removed) +
-                                         " expired removed, " + std::to_string(report.forwarded) + " waiting forwarded" +
-                                         (report.complete ? "" : " (stopped at max duration, resumes next run)"));
+        note(idle ? log_level::debug : log_level::info, describe(report));
+    }
+
+    static std::string describe(const housekeeping_report& r) {
+        return "housekeeping: " + std::to_string(r.closed_removed) + " closed removed, " + std::to_string(r.marked) + " marked, " +
+               std::to_string(r.expired_removed) + " expired removed, " + std::to_string(r.forwarded) + " waiting forwarded" +
+               (r.complete ? "" : " (stopped at max duration, resumes next run)");
     }
 
     void note(log_level level, const std::string& line) {
