@@ -63,6 +63,8 @@ bool connection::connected() const noexcept {
     return PQstatus(conn) == CONNECTION_OK && !server_ended_session_;
 }
 
+pipeline connection::batch() { return {native(*session_), batch_statements_}; }
+
 bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }
 
 void lease::release() noexcept {
