@@ -253,7 +253,7 @@ public:
         return guarded(doing, [&](detail::connection& c) {
             auto statements = c.batch();
             if (!begun_) statements.command("BEGIN");
-            begun_ = true;
+            begun_ = true;  // also when the batch fails: rollback() then ends the transaction
             for (const auto& w : std::exchange(pending_, {})) queue_write(statements, w);
             queue(statements);
             return statements.run();
