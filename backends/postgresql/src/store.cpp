@@ -412,10 +412,6 @@ Impl& checked(const std::unique_ptr<Impl>& state) {
     return *state;
 }
 
-}  // namespace
-
-namespace {
-
 std::size_t queue_find(detail::pipeline& batch, const claim_key& key) {
     return batch.statement(detail::message_find_sql(), {key.type, key.idempotence_id});
 }
