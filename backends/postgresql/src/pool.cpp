@@ -1,5 +1,7 @@
 #include "pool.hpp"
 
+#include <poll.h>
+
 #include <string>
 
 #include <soci/postgresql/soci-postgresql.h>
@@ -37,6 +39,12 @@ void note_fatal_message(void* ended, const PGresult* message) {
         *static_cast<bool*>(ended) = true;
 }
 
+/// Whether `socket` has bytes or an end of stream to read, without waiting.
+bool readable(int socket) {
+    pollfd p{socket, POLLIN, 0};
+    return ::poll(&p, 1, 0) != 0;  // an error counts as readable: the reads find out
+}
+
 }  // namespace
 
 connection::connection(const store_options& options, counters& counts)
@@ -53,15 +61,19 @@ bool connection::reusable() const {
 }
 
 // Reading what already arrived (no round trip) reveals a server that ended the session, e.g.
-// pg_terminate_backend or the idle-in-transaction timeout while a listener ran.
+// pg_terminate_backend or the idle-in-transaction timeout while a listener ran. When nothing
+// arrived, one poll says so for the price of one of those reads.
 bool connection::connected() const noexcept {
     if (broken_) return false;
     PGconn* conn = native(*session_);
+    if (PQstatus(conn) == CONNECTION_OK && !server_ended_session_ && !readable(PQsocket(conn))) return true;
     // The first read may return the server's FATAL message, a later one the end of the stream.
     for (int reads = 0; reads < 3 && PQstatus(conn) == CONNECTION_OK && !server_ended_session_; ++reads)
         if (PQconsumeInput(conn) == 0) break;
     return PQstatus(conn) == CONNECTION_OK && !server_ended_session_;
 }
+
+pipeline connection::batch() { return {native(*session_), batch_statements_}; }
 
 bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }
 

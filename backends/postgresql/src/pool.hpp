@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -15,6 +17,7 @@
 #include <soci/soci.h>
 
 #include "seqinbox/postgresql/store.hpp"
+#include "pipeline.hpp"
 #include "statements.hpp"
 
 namespace seqinbox::postgresql::detail {
@@ -44,6 +47,9 @@ public:
 
     void count_round_trip() { counts_->round_trips.fetch_add(1, std::memory_order_relaxed); }
 
+    /// An empty batch on this connection: its statements travel in one round trip.
+    pipeline batch();
+
     /// Marks the connection unusable after a lost connection: the pool will drop it.
     void mark_broken() noexcept { broken_ = true; }
     /// Connected and outside any transaction: safe to hand to the next transaction.
@@ -58,12 +64,10 @@ private:
     bool broken_ = false;
     bool server_ended_session_ = false;  // a FATAL message arrived; the server closes the socket next
     std::unique_ptr<soci::session> session_;
+    std::set<std::string> batch_statements_;  // named_sql prepared on this session
     // Declared after the session: statements are destroyed before it.
-    std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<instance_lock>, std::unique_ptr<instance_close>,
-               std::unique_ptr<claim_insert>, std::unique_ptr<claim_delete>, std::unique_ptr<message_find>,
-               std::unique_ptr<message_types_query>, std::unique_ptr<waiting_query>, std::unique_ptr<message_insert>,
+    std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<waiting_query>, std::unique_ptr<message_insert>,
                std::unique_ptr<message_insert_with_record>, std::unique_ptr<message_store>,
-               std::unique_ptr<message_state_update>,
                std::unique_ptr<transaction_id_query>>
         statements_;
 };

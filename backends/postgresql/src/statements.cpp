@@ -28,45 +28,83 @@ instance_upsert::instance_upsert(soci::session& s)
                        into_instance(row), use(name), use(context_id), use(name), use(context_id), use(created_at),
                        use(retain_until))) {}
 
-instance_lock::instance_lock(soci::session& s)
-    : st(prepared_with(s, "SELECT " + instance_columns_sql() + " FROM sequence_instance WHERE id = :id FOR NO KEY UPDATE",
-                       into_instance(row), use(id))) {}
+namespace {
 
-std::string instance_close_sql(std::string_view id, std::string_view at) {
-    return "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp(at) + " WHERE id = " + std::string(id);
+/// A named_sql whose name says what it does; the prefix keeps it apart from SOCI's st_N.
+named_sql named(const char* name, std::string text) { return {std::string("seqinbox_") + name, std::move(text)}; }
+
+}  // namespace
+
+const named_sql& claim_insert_sql() {
+    static const named_sql s = named("claim_insert",
+                                     "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id,"
+                                     " created_at) VALUES ($1, $2, $3, " + sql_timestamp("$4") +
+                                         ") ON CONFLICT (message_type, idempotence_id) DO NOTHING");
+    return s;
 }
 
-std::string message_state_update_sql(std::string_view id, std::string_view state, std::string_view at) {
-    return "UPDATE sequenced_message SET state = " + std::string(state) + ", state_changed_at = " + sql_timestamp(at) +
-           " WHERE id = " + std::string(id);
+const named_sql& claim_delete_sql() {
+    static const named_sql s =
+        named("claim_delete", "DELETE FROM sequential_inbox_idempotence WHERE message_type = $1 AND idempotence_id = $2");
+    return s;
 }
 
-instance_close::instance_close(soci::session& s) : st(prepared(s, instance_close_sql(":id", ":at"), use(at), use(id))) {}
+const named_sql& message_find_sql() {
+    static const named_sql s = named("message_find", "SELECT id, sequence_instance_id, state, " + sql_microseconds("created_at") +
+                                                         ", " + sql_microseconds("state_changed_at") +
+                                                         " FROM sequenced_message WHERE message_type = $1 AND idempotence_id = $2"
+                                                         " ORDER BY id");
+    return s;
+}
 
-claim_insert::claim_insert(soci::session& s)
-    : st(prepared(s,
-                  "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
-                  " VALUES (:type, :idempotence_id, :instance, " + sql_timestamp(":at") +
-                      ") ON CONFLICT (message_type, idempotence_id) DO NOTHING",
-                  use(type), use(idempotence_id), use(instance), use(at))) {}
+const named_sql& instance_lock_sql() {
+    static const named_sql s =
+        named("instance_lock", "SELECT " + instance_columns_sql() + " FROM sequence_instance WHERE id = $1 FOR NO KEY UPDATE");
+    return s;
+}
 
-claim_delete::claim_delete(soci::session& s)
-    : st(prepared(s, "DELETE FROM sequential_inbox_idempotence WHERE message_type = :type AND idempotence_id = :idempotence_id",
-                  use(type), use(idempotence_id))) {}
+// The claim row's xmin is this transaction's id only when this transaction inserted it (the claim
+// runs outside savepoints): a lost claim locks nothing.
+const named_sql& instance_lock_if_claimed_sql() {
+    static const named_sql s = named("instance_lock_if_claimed",
+                                     "SELECT " + instance_columns_sql() + " FROM sequence_instance WHERE id = $1 AND EXISTS"
+                                     " (SELECT 1 FROM sequential_inbox_idempotence c WHERE c.message_type = $2"
+                                     " AND c.idempotence_id = $3 AND c.xmin = xid(pg_current_xact_id_if_assigned()))"
+                                     " FOR NO KEY UPDATE");
+    return s;
+}
 
-message_find::message_find(soci::session& s)
-    : st(prepared(s,
-                  "SELECT id, sequence_instance_id, state, " + sql_microseconds("created_at") + ", " +
-                      sql_microseconds("state_changed_at") +
-                      " FROM sequenced_message WHERE message_type = :type AND idempotence_id = :idempotence_id ORDER BY id",
-                  into(id), into(instance), into(state), into(created_at), into(state_changed_at), use(type),
-                  use(idempotence_id))) {}
+const named_sql& message_types_sql() {
+    static const named_sql s = named("message_types",
+                                     "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = $1"
+                                     " AND state IN ('PROCESSED', 'WAITING') GROUP BY message_type, state");
+    return s;
+}
 
-message_types_query::message_types_query(soci::session& s)
-    : st(prepared(s,
-                  "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = :instance"
-                  " AND state IN ('PROCESSED', 'WAITING') GROUP BY message_type, state",
-                  into(type), into(state), use(instance))) {}
+const named_sql& instance_close_sql() {
+    static const named_sql s =
+        named("instance_close", "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp("$1") + " WHERE id = $2");
+    return s;
+}
+
+const named_sql& message_state_update_sql() {
+    static const named_sql s = named("message_state_update", "UPDATE sequenced_message SET state = $1, state_changed_at = " +
+                                                                 sql_timestamp("$2") + " WHERE id = $3");
+    return s;
+}
+
+const named_sql& instance_actions_clear_sql() {
+    static const named_sql s = named("instance_actions_clear",
+                                     "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = $1");
+    return s;
+}
+
+const named_sql& message_actions_clear_sql() {
+    static const named_sql s = named("message_actions_clear",
+                                     "UPDATE sequenced_message SET pending_action = NULL, pending_action_requested_at = NULL"
+                                     " WHERE id = ANY (CAST($1 AS bigint[]))");
+    return s;
+}
 
 waiting_query::waiting_query(soci::session& s)
     : st(prepared(
@@ -118,9 +156,6 @@ message_store::message_store(soci::session& s)
                   into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
                   use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset), use(key),
                   use(value), use(traceparent, traceparent_null), use(record_time), use(headers))) {}
-
-message_state_update::message_state_update(soci::session& s)
-    : st(prepared(s, message_state_update_sql(":id", ":state", ":at"), use(state), use(at), use(id))) {}
 
 transaction_id_query::transaction_id_query(soci::session& s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}

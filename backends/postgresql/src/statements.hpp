@@ -1,5 +1,6 @@
 #pragma once
-// Private to seqinbox::postgresql: the store's SQL, one prepared statement per operation. Each
+// Private to seqinbox::postgresql: the store's SQL, one prepared statement per operation. The
+// statements sent in batches are named_sql (pipeline.hpp). The others are SOCI statements: each
 // struct owns the variables its statement is bound to, so it is prepared once per connection and
 // re-executed after the variables are set. Structs are heap-allocated: SOCI keeps their addresses.
 #include <string>
@@ -9,12 +10,30 @@
 
 #include <soci/soci.h>
 
+#include "pipeline.hpp"
+
 namespace seqinbox::postgresql::detail {
 
-/// SQL of the two writes that are also sent as literals, batched with COMMIT (store.cpp): the
-/// arguments are placeholders (":id") or literals the library formats (integers, state names).
-std::string instance_close_sql(std::string_view id, std::string_view at);
-std::string message_state_update_sql(std::string_view id, std::string_view state, std::string_view at);
+// Statements sent in batches (pipeline.hpp), parameters in the order listed. Times are bigint
+// microseconds since the epoch, ids bigint, as text.
+
+/// The seed's claim (type, idempotence id, instance, at): the affected-row count decides.
+const named_sql& claim_insert_sql();
+const named_sql& claim_delete_sql();  ///< type, idempotence id
+/// Rows of one claim key (type, idempotence id), without payload: id, instance, state, created
+/// at, state changed at.
+const named_sql& message_find_sql();
+/// The instance row (id) FOR NO KEY UPDATE, columns as instance_columns_sql().
+const named_sql& instance_lock_sql();
+/// instance_lock_sql (id) when this transaction inserted the claim (type, idempotence id), else
+/// no row and no lock.
+const named_sql& instance_lock_if_claimed_sql();
+/// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
+const named_sql& message_types_sql();
+const named_sql& instance_close_sql();          ///< at, id
+const named_sql& message_state_update_sql();    ///< state, at, id
+const named_sql& instance_actions_clear_sql();  ///< id
+const named_sql& message_actions_clear_sql();   ///< ids as an array literal "{1,2}"
 
 /// Columns of a sequence_instance row.
 struct instance_columns {
@@ -51,50 +70,6 @@ struct instance_upsert {
     instance_columns row;
     soci::statement st;
     explicit instance_upsert(soci::session& s);
-};
-
-struct instance_lock {
-    long long id = 0;
-    instance_columns row;
-    soci::statement st;
-    explicit instance_lock(soci::session& s);
-};
-
-struct instance_close {
-    long long id = 0, at = 0;
-    soci::statement st;
-    explicit instance_close(soci::session& s);
-};
-
-/// The seed's claim: the affected-row count decides.
-struct claim_insert {
-    std::string type, idempotence_id;
-    long long instance = 0, at = 0;
-    soci::statement st;
-    explicit claim_insert(soci::session& s);
-};
-
-struct claim_delete {
-    std::string type, idempotence_id;
-    soci::statement st;
-    explicit claim_delete(soci::session& s);
-};
-
-/// Rows of one claim key, without payload.
-struct message_find {
-    std::string type, idempotence_id;
-    long long id = 0, instance = 0, created_at = 0, state_changed_at = 0;
-    std::string state;
-    soci::statement st;
-    explicit message_find(soci::session& s);
-};
-
-/// Distinct (type, state) of the PROCESSED and WAITING rows of an instance.
-struct message_types_query {
-    long long instance = 0;
-    std::string type, state;
-    soci::statement st;
-    explicit message_types_query(soci::session& s);
 };
 
 /// WAITING rows of an instance with the given types (hex list), with their records.
@@ -139,13 +114,6 @@ struct message_store : message_columns {
     std::string outcome;
     soci::statement st;
     explicit message_store(soci::session& s);
-};
-
-struct message_state_update {
-    long long id = 0, at = 0;
-    std::string state;
-    soci::statement st;
-    explicit message_state_update(soci::session& s);
 };
 
 struct transaction_id_query {

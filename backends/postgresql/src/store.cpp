@@ -32,12 +32,6 @@ void require_claim_key(const claim_key& key) {
     require_key("idempotence id", key.idempotence_id);
 }
 
-template <class Statement>
-void bind_key(Statement& s, const claim_key& key) {
-    s.type = key.type;
-    s.idempotence_id = key.idempotence_id;
-}
-
 void require_text(std::string_view what, std::string_view value) {
     if (auto problem = text_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
 }
@@ -104,12 +98,6 @@ void bind_record(detail::message_columns& s, const envelope& record) {
     s.headers = detail::encode_headers(record.headers);
 }
 
-void execute(detail::connection& c, const claim_deletion& w) {
-    auto& s = c.statement<detail::claim_delete>();
-    bind_key(s, w.key);
-    s.st.execute(true);
-}
-
 template <class Insert>
 void bind_row(Insert& s, const message_record& row) {
     s.instance = row.instance;
@@ -159,42 +147,45 @@ stored_as store_row(detail::connection& c, const message_record& row) {
     return parse_stored_as(s.outcome);
 }
 
-void execute(detail::connection& c, const state_change& w) {
-    auto& s = c.statement<detail::message_state_update>();
-    s.id = w.id;
-    s.state = std::string(to_string(w.state));
-    s.at = to_microseconds(w.at);
-    s.st.execute(true);
+std::string microseconds_text(timestamp t) { return std::to_string(to_microseconds(t)); }
+
+// The writes that travel in a batch (every one but the insertion of a row with its record).
+void queue_write(detail::pipeline& batch, const claim_deletion& w) {
+    batch.statement(detail::claim_delete_sql(), {w.key.type, w.key.idempotence_id});
 }
 
-void execute(detail::connection& c, const instance_closing& w) {
-    auto& s = c.statement<detail::instance_close>();
-    s.id = w.id;
-    s.at = to_microseconds(w.at);
-    s.st.execute(true);
+void queue_write(detail::pipeline& batch, const state_change& w) {
+    batch.statement(detail::message_state_update_sql(), {std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
 }
 
-std::string actions_clearing_sql(const actions_clearing& w) {
-    std::string sql = "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = " +
-                      std::to_string(w.instance);
-    if (w.messages.empty()) return sql;
-    sql += "; UPDATE sequenced_message SET pending_action = NULL, pending_action_requested_at = NULL WHERE id IN (";
-    for (std::size_t i = 0; i < w.messages.size(); ++i) sql += (i ? ", " : "") + std::to_string(w.messages[i]);
-    return sql + ")";
+void queue_write(detail::pipeline& batch, const instance_closing& w) {
+    batch.statement(detail::instance_close_sql(), {microseconds_text(w.at), std::to_string(w.id)});
 }
 
-void execute(detail::connection& c, const actions_clearing& w) { c.session() << actions_clearing_sql(w); }
+void queue_write(detail::pipeline& batch, const actions_clearing& w) {
+    batch.statement(detail::instance_actions_clear_sql(), {std::to_string(w.instance)});
+    if (w.messages.empty()) return;
+    std::string ids;
+    for (message_id id : w.messages) ids += (ids.empty() ? "{" : ",") + std::to_string(id);
+    batch.statement(detail::message_actions_clear_sql(), {ids + "}"});
+}
 
-/// The write with literal values, when the library formats every value (ids, times, state
-/// names): such writes travel with COMMIT in one round trip.
-std::optional<std::string> literal_sql(const deferred_write& w) {
-    if (const auto* a = std::get_if<actions_clearing>(&w)) return actions_clearing_sql(*a);
-    if (const auto* c = std::get_if<instance_closing>(&w))
-        return detail::instance_close_sql(std::to_string(c->id), std::to_string(to_microseconds(c->at)));
-    if (const auto* u = std::get_if<state_change>(&w))
-        return detail::message_state_update_sql(std::to_string(u->id), "'" + std::string(to_string(u->state)) + "'",
-                                                std::to_string(to_microseconds(u->at)));
-    return std::nullopt;
+bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
+
+void queue_write(detail::pipeline& batch, const deferred_write& w) {
+    std::visit(
+        [&](const auto& write) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(write)>, message_insertion>) queue_write(batch, write);
+        },
+        w);
+}
+
+/// Sends one deferred write on its own.
+void execute(detail::connection& c, const deferred_write& w) {
+    if (const auto* insertion = std::get_if<message_insertion>(&w)) return execute(c, *insertion);
+    auto batch = c.batch();
+    queue_write(batch, w);
+    batch.run();
 }
 
 const char* describe(const deferred_write& w) {
@@ -228,6 +219,7 @@ public:
     template <class Op>
     decltype(auto) guarded(std::string_view doing, Op&& op) {
         require_active();
+        forget_reads_ahead();
         try {
             conn_->count_round_trip();
             return op(*operator->());
@@ -250,10 +242,45 @@ public:
         return guarded(doing, std::forward<Op>(op));
     }
 
+    /// Sends the statements `queue(batch)` adds in one round trip, inside the transaction: after
+    /// BEGIN when it has not begun, and after the deferred writes. Returns their results.
+    template <class Queue>
+    std::vector<detail::result> batch(std::string_view doing, Queue&& queue) {
+        if (!std::ranges::all_of(pending_, batchable)) {
+            begin_if_needed();
+            flush();
+        }
+        return guarded(doing, [&](detail::connection& c) {
+            auto statements = c.batch();
+            if (!begun_) statements.command("BEGIN");
+            begun_ = true;  // also when the batch fails: rollback() then ends the transaction
+            for (const auto& w : std::exchange(pending_, {})) queue_write(statements, w);
+            queue(statements);
+            return statements.run();
+        });
+    }
+
     void defer(deferred_write write) {
         require_active();
+        forget_reads_ahead();
         pending_.push_back(std::move(write));
     }
+
+    // What the engine asks next, sent in the round trip of the statement before (still each a
+    // statement of its own): the rows of the key just claimed; the lock of the instance of a won
+    // claim; the types of the instance just locked. Valid until the transaction sends or defers
+    // anything else.
+    void read_ahead(claim_key key, std::vector<message_record> rows) { rows_ahead_.emplace(std::move(key), std::move(rows)); }
+    void read_ahead(instance_id instance, types_by_state types) { types_ahead_.emplace(instance, std::move(types)); }
+    void read_ahead(sequence_instance locked, types_by_state types) {
+        read_ahead(locked.id, std::move(types));
+        lock_ahead_.emplace(locked.id, std::move(locked));
+    }
+
+    /// None once the connection is known lost: the read then fails as a statement would.
+    std::optional<std::vector<message_record>> rows_read_ahead(const claim_key& key) { return take_ahead(rows_ahead_, key); }
+    std::optional<types_by_state> types_read_ahead(instance_id instance) { return take_ahead(types_ahead_, instance); }
+    std::optional<sequence_instance> lock_taken_ahead(instance_id instance) { return take_ahead(lock_ahead_, instance); }
 
     void commit() {
         require_active();
@@ -262,18 +289,12 @@ public:
             finish();
             return;
         }
-        begin_if_needed();
-        if (aborted_ || in_failed_transaction()) {
+        if (aborted_ || (begun_ && in_failed_transaction())) {
             end_quietly();
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        if (auto script = commit_script()) {
-            guarded("committing", [&](detail::connection& c) { c.session() << *script; });
-        } else {
-            flush();
-            guarded("committing", [](detail::connection& c) { c.session().commit(); });
-        }
+        batch("committing", [](detail::pipeline& statements) { statements.command("COMMIT"); });
         finish();
     }
 
@@ -304,6 +325,7 @@ public:
     }
 
     soci::session& session() {
+        forget_reads_ahead();  // the caller's statements may change what was read
         begin_if_needed();
         flush();
         return operator->()->session();
@@ -332,19 +354,20 @@ private:
     }
 
     void send(const deferred_write& w) {
-        guarded(describe(w), [&](detail::connection& c) { std::visit([&](const auto& write) { execute(c, write); }, w); });
+        guarded(describe(w), [&](detail::connection& c) { execute(c, w); });
     }
 
-    /// "write; write; COMMIT" when every pending write can travel as literals.
-    std::optional<std::string> commit_script() const {
-        if (pending_.empty()) return std::nullopt;
-        std::string script;
-        for (const auto& w : pending_) {
-            auto sql = literal_sql(w);
-            if (!sql) return std::nullopt;
-            script += *sql + "; ";
-        }
-        return script + "COMMIT";
+    template <class Key, class Value>
+    std::optional<Value> take_ahead(std::optional<std::pair<Key, Value>>& ahead, const Key& key) {
+        auto taken = std::exchange(ahead, std::nullopt);
+        if (!taken || taken->first != key || !active()) return std::nullopt;
+        return std::move(taken->second);
+    }
+
+    void forget_reads_ahead() noexcept {
+        rows_ahead_.reset();
+        types_ahead_.reset();
+        lock_ahead_.reset();
     }
 
     bool in_failed_transaction() const { return operator->()->in_failed_transaction(); }
@@ -371,6 +394,9 @@ private:
     bool aborted_ = false;
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
+    std::optional<std::pair<claim_key, std::vector<message_record>>> rows_ahead_;
+    std::optional<std::pair<instance_id, types_by_state>> types_ahead_;
+    std::optional<std::pair<instance_id, sequence_instance>> lock_ahead_;
 };
 
 store::transaction::transaction(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -386,18 +412,50 @@ Impl& checked(const std::unique_ptr<Impl>& state) {
     return *state;
 }
 
+std::size_t queue_find(detail::pipeline& batch, const claim_key& key) {
+    return batch.statement(detail::message_find_sql(), {key.type, key.idempotence_id});
+}
+
+std::vector<message_record> found_rows(const detail::result& r, const claim_key& key) {
+    std::vector<message_record> rows;
+    for (int i = 0; i < r.rows(); ++i)
+        rows.push_back({r.number(i, 0), r.number(i, 1), key.type, key.idempotence_id, parse_message_state(r.text(i, 2)),
+                        from_microseconds(r.number(i, 3)), from_microseconds(r.number(i, 4)), std::nullopt});
+    return rows;
+}
+
+sequence_instance instance_row(const detail::result& r) {
+    detail::instance_columns c{r.number(0, 0), r.text(0, 1), r.text(0, 2), r.text(0, 3), r.number(0, 4), r.number(0, 5), 0,
+                               r.null(0, 6) ? soci::i_null : soci::i_ok};
+    if (c.remove_after_null == soci::i_ok) c.remove_after = r.number(0, 6);
+    return to_instance(c);
+}
+
+types_by_state types_of(const detail::result& r) {
+    types_by_state types;
+    for (int i = 0; i < r.rows(); ++i) (r.text(i, 1) == "PROCESSED" ? types.processed : types.waiting).push_back(r.text(i, 0));
+    return types;
+}
+
 }  // namespace
 
+// BEGIN, the claim and what the engine does next after a won claim, on every path, travel
+// together, each its own statement: read the key's rows, lock the instance (only when the claim
+// was won) and read its message types. A lost claim costs the server two cheap reads.
 bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
     require_claim_key(key);
-    return checked(impl_).read("claiming a message", [&](detail::connection& c) {
-        auto& s = c.statement<detail::claim_insert>();
-        bind_key(s, key);
-        s.instance = instance;
-        s.at = to_microseconds(now);
-        s.st.execute(true);
-        return s.st.get_affected_rows() == 1;
+    auto& state = checked(impl_);
+    const std::string id = std::to_string(instance);
+    std::size_t claim = 0, rows = 0, lock = 0, types = 0;
+    const auto answers = state.batch("claiming a message", [&](detail::pipeline& batch) {
+        claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(now)});
+        rows = queue_find(batch, key);
+        lock = batch.statement(detail::instance_lock_if_claimed_sql(), {id, key.type, key.idempotence_id});
+        types = batch.statement(detail::message_types_sql(), {id});
     });
+    state.read_ahead(key, found_rows(answers[rows], key));
+    if (answers[lock].rows() == 1) state.read_ahead(instance_row(answers[lock]), types_of(answers[types]));
+    return answers[claim].affected() == 1;
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
@@ -407,37 +465,39 @@ void store::transaction::delete_claim(const claim_key& key) {
 
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
     require_claim_key(key);
-    return checked(impl_).read("reading sequenced messages", [&](detail::connection& c) {
-        auto& s = c.statement<detail::message_find>();
-        bind_key(s, key);
-        std::vector<message_record> rows;
-        for_each_row(s.st, [&] {
-            rows.push_back({s.id, s.instance, key.type, key.idempotence_id, parse_message_state(s.state),
-                            from_microseconds(s.created_at), from_microseconds(s.state_changed_at), std::nullopt});
-        });
-        return rows;
-    });
+    auto& state = checked(impl_);
+    if (auto rows = state.rows_read_ahead(key)) return std::move(*rows);
+    std::size_t rows = 0;
+    const auto answers = state.batch("reading sequenced messages", [&](detail::pipeline& batch) { rows = queue_find(batch, key); });
+    return found_rows(answers[rows], key);
 }
 
+// The instance's types travel with the lock: the engine reads them next. They stay a statement
+// of their own, so that they are read after the lock was granted.
 sequence_instance store::transaction::lock_instance(instance_id instance) {
-    return checked(impl_).read("locking a sequence instance", [&](detail::connection& c) {
-        auto& s = c.statement<detail::instance_lock>();
-        s.id = instance;
-        if (!s.st.execute(true))
-            throw error(error_category::retryable,
-                        "sequence instance " + std::to_string(instance) + " no longer exists (removed meanwhile); retry the delivery");
-        return to_instance(s.row);
+    auto& state = checked(impl_);
+    if (auto locked = state.lock_taken_ahead(instance)) return std::move(*locked);
+    const std::string id = std::to_string(instance);
+    std::size_t lock = 0, types = 0;
+    const auto answers = state.batch("locking a sequence instance", [&](detail::pipeline& batch) {
+        lock = batch.statement(detail::instance_lock_sql(), {id});
+        types = batch.statement(detail::message_types_sql(), {id});
     });
+    if (answers[lock].rows() == 0)
+        throw error(error_category::retryable,
+                    "sequence instance " + id + " no longer exists (removed meanwhile); retry the delivery");
+    state.read_ahead(instance, types_of(answers[types]));
+    return instance_row(answers[lock]);
 }
 
 types_by_state store::transaction::message_types(instance_id instance) {
-    return checked(impl_).read("reading message types", [&](detail::connection& c) {
-        auto& s = c.statement<detail::message_types_query>();
-        s.instance = instance;
-        types_by_state types;
-        for_each_row(s.st, [&] { (s.state == "PROCESSED" ? types.processed : types.waiting).push_back(s.type); });
-        return types;
+    auto& state = checked(impl_);
+    if (auto types = state.types_read_ahead(instance)) return std::move(*types);
+    std::size_t types = 0;
+    const auto answers = state.batch("reading message types", [&](detail::pipeline& batch) {
+        types = batch.statement(detail::message_types_sql(), {std::to_string(instance)});
     });
+    return types_of(answers[types]);
 }
 
 namespace {

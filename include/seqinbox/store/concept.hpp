@@ -6,7 +6,9 @@
 //  - a transaction sees committed rows and its own writes, never another's uncommitted writes;
 //  - insert_claim is INSERT ... ON CONFLICT (message_type, idempotence_id) DO NOTHING: it returns
 //    true when this transaction inserted the key, false when a committed claim exists, and WAITS
-//    while another open transaction holds an uncommitted insert or delete of the same key;
+//    while another open transaction holds an uncommitted insert or delete of the same key; when
+//    it returns true, a store may already hold the lock of `instance` (taken after the claim, as
+//    lock_instance would): after a won claim the engine locks that instance next on every path;
 //  - lock_instance is SELECT ... FOR NO KEY UPDATE: it waits while another transaction holds it
 //    and keeps the lock until commit or rollback; it does not block row inserts of other
 //    transactions that reference the instance (FK key-share locks);

@@ -12,7 +12,11 @@
 // Writes whose result nobody reads (message inserts, state changes, claim deletes, closing) are
 // sent with the transaction's next read or at commit; a transaction made of one such write runs
 // it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
-// which never hides a failure.
+// which never hides a failure. Statements that follow each other share a round trip (libpq
+// pipeline mode), each still run on its own: BEGIN, the claim, the read of the claimed key's
+// rows, the instance lock (only when the claim was won) and the read of its message types; the
+// instance lock and the read of its types; deferred writes and COMMIT. What was read or locked
+// ahead answers the engine's next find_messages, lock_instance and message_types.
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor libpq.
