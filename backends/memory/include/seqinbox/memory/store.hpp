@@ -428,12 +428,14 @@ private:
         return tx.writes.messages.back().id;
     }
 
-    /// Changes the state of row `id` (and its payload when `payload` has one) as an UPDATE does.
+    /// Changes the state of row `id` (and its payload when `payload` has one) as an UPDATE does:
+    /// a row deleted meanwhile (housekeeping removed its instance while a state step ran beside
+    /// a claim transaction that had lost its connection) is left alone, as PostgreSQL does.
     void update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
                     std::optional<envelope> payload = std::nullopt) {
         wait_while(lock, &tx, "message.update", [&] { return held_by_other(message_locks_, id, tx); });
         auto row = visible_message(tx, id);
-        if (!row) throw error(error_category::internal, "sequenced message " + std::to_string(id) + " does not exist");
+        if (!row) return;
         if (message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
         row->state = state;
         row->state_changed_at = now;
