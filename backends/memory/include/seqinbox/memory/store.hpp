@@ -883,9 +883,10 @@ inline void store::erase_instance(std::unordered_map<instance_id, instance_row>:
             }
         row = detail::stored_message{};
     }
+    // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
     for (const auto& key : it->second.claims)
         if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
-            claims_.erase(c);
+            c->second.committed.reset();
     instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
     instances_.erase(it);
     cv_.notify_all();
