@@ -72,6 +72,16 @@ inline std::vector<action_request> action_requests(const memory::store& store) {
     return requests;
 }
 
+/// How many requests action_requests lists now, counted without copying rows.
+inline std::size_t action_request_count(const memory::store& store) {
+    std::size_t count = 0;
+    for (const auto& c : store.message_counts())
+        if (c.state == message_state::waiting) count += 2 * c.count;
+    for (const auto& c : store.instance_counts())
+        if (c.state == instance_state::open) count += 2 * c.count;
+    return count;
+}
+
 /// The pending actions of every instance, as an action runner reads them (by context, by key).
 inline actions_by_context pending_actions_of(const memory::store& store) {
     actions_by_context read;

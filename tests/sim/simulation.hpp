@@ -118,7 +118,7 @@ public:
     std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<crash_before_ack>) const { return scenario_.work.consumers; }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
-    std::size_t operands(kind<request_action>) const { return console_free() ? requests().size() : 0; }
+    std::size_t operands(kind<request_action>) const { return console_free() ? request_count() : 0; }
     std::size_t operands(kind<run_actions>) const { return action_runners; }
     std::size_t operands(kind<housekeep>) const { return housekeepers; }
     std::size_t operands(kind<pass_time>) const { return 2; }
@@ -136,7 +136,7 @@ public:
     bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
     bool allows(const resend& r) const { return r.failure < sink_.size() && !resent_.contains(r.failure) && resent_.size() < 10; }
-    bool allows(const request_action& r) const { return console_free() && r.target < requests().size(); }
+    bool allows(const request_action& r) const { return console_free() && r.target < request_count(); }
     /// Past its limit, the job still runs while actions are pending (it runs periodically).
     bool allows(const run_actions& r) const {
         return r.runner < action_runners && !tasks_[runner_slot(r.runner)] && (used_.action_runs < limits_.action_runs || actions_pending());
@@ -160,7 +160,7 @@ private:
         const std::string before = options_.trace ? describe_step(s) : std::string();
         if (options_.trace) subjects_.push_back(subject(s));
         std::visit([this](const auto& k) { apply(k); }, s);
-        requests_.reset();
+        forget_derived_state();
         applied_.push_back(s);
         ++counts_["steps"];
         if (store_.open_transaction_count() < open_before) after_commit_or_rollback();
@@ -185,6 +185,7 @@ private:
             removal_.before(store_, sunk_);
         }
         const auto status = driver_.step(*tasks_[slot]);
+        forget_derived_state();
         if (housekeeping) after_housekeeping_step();
         return status;
     }
@@ -244,7 +245,7 @@ private:
     }
 
     void apply(const request_action& r) {
-        const action_request request = requests()[r.target];
+        const action_request request = action_requests(store_)[r.target];
         ++used_.requests;
         ++counts_["requests_" + request.action_name()];
         start(console_slot(), "operator", [this, request] {
@@ -395,13 +396,21 @@ private:
     bool is_housekeeper(std::size_t slot) const { return slot >= consumers_.size() && slot < console_slot(); }
     std::size_t console_slot() const { return consumers_.size() + housekeepers; }
     /// An action waits for the job: a run did not get to it, or lost its connection before clearing it.
-    bool actions_pending() const { return !store_.instances_with_pending_actions(1).empty(); }
+    bool actions_pending() const {
+        if (!actions_pending_) actions_pending_ = !store_.instances_with_pending_actions(1).empty();
+        return *actions_pending_;
+    }
     bool console_free() const { return !tasks_[console_slot()] && used_.requests < limits_.requests; }
 
-    /// The requests an operator may make in the current state (computed once per step).
-    const std::vector<action_request>& requests() const {
-        if (!requests_) requests_ = action_requests(store_);
-        return *requests_;
+    /// How many requests an operator may make in the current state.
+    std::size_t request_count() const {
+        if (!request_count_) request_count_ = action_request_count(store_);
+        return *request_count_;
+    }
+    /// What the choosers ask is derived from the store once per state: a step changes the state.
+    void forget_derived_state() {
+        request_count_.reset();
+        actions_pending_.reset();
     }
 
     /// Every open transaction of the task dies, as step_driver::lose_connection documents.
@@ -456,7 +465,10 @@ private:
             const auto& m = scenario_.work.messages[d.message];
             return text + " " + m.type + "/" + m.id + " " + m.context + " -> c" + std::to_string(d.consumer);
         }
-        if (const auto* r = std::get_if<request_action>(&s)) return text + " " + requests()[r->target].action_name() + " " + requests()[r->target].target;
+        if (const auto* r = std::get_if<request_action>(&s)) {
+            const auto request = action_requests(store_)[r->target];
+            return text + " " + request.action_name() + " " + request.target;
+        }
         std::visit([&](const auto& k) {
             if constexpr (requires { k.consumer; })
                 text += " at " + (at(k.consumer).empty() ? std::string("(idle)") : std::string(at(k.consumer))) + current_delivery(k.consumer);
@@ -492,7 +504,8 @@ private:
     std::size_t instances_removed_ = 0;
     operation_limits limits_;
     operation_limits used_{0, 0, 0, 0};
-    mutable std::optional<std::vector<action_request>> requests_;  // of the current step
+    mutable std::optional<std::size_t> request_count_;  // derived state, see forget_derived_state
+    mutable std::optional<bool> actions_pending_;
     std::vector<std::unique_ptr<consumer<Claim, Store>>> consumers_;  // delivery consumers, then action runners
     std::vector<housekeeper> housekeepers_;
     std::vector<bool> arrived_;    // by planned delivery

@@ -55,7 +55,7 @@ public:
         auto t = std::make_unique<task>();
         t->name = std::move(name);
         t->state.mutex = &mutex_;
-        t->state.cv = &cv_;
+        t->state.stopped = &cv_;
         task* raw = t.get();
         tasks_.push_back(std::move(t));
         raw->thread = std::thread([raw, body = std::move(body)] {
@@ -68,7 +68,7 @@ public:
             detail::current_task = nullptr;
             std::lock_guard lock(*raw->state.mutex);
             raw->state.run = detail::task_run::done;
-            raw->state.cv->notify_all();
+            raw->state.stopped->notify_all();
         });
         wait_until_stopped(*raw);
         return tasks_.size() - 1;
@@ -81,7 +81,7 @@ public:
             std::unique_lock lock(mutex_);
             if (t.state.run == detail::task_run::done) return status_locked(t);
             t.state.go = true;
-            cv_.notify_all();
+            t.state.resume.notify_one();
         }
         wait_until_stopped(t);
         return status(id);
