@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/memory/inbox.hpp"
@@ -231,6 +232,23 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     BOOST_TEST(won);
     BOOST_TEST(store.has_claim(key));
     BOOST_TEST(store.claim_count() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_driver_names_the_instances_a_task_locks) {
+    memory::store store;
+    memory::step_driver driver{store};
+    const timestamp now{};
+    const auto instance = store.create_or_get_instance("OrderSequence", "o1", now, now);
+    auto task = driver.spawn("T", [&] {
+        auto tx = store.begin();
+        tx.lock_instance(instance.id);
+        tx.commit();
+    });
+    BOOST_TEST(driver.locked_instances(task).empty());
+    BOOST_TEST((driver.run_until(task, "commit") == task_status::parked));
+    BOOST_TEST(driver.locked_instances(task) == std::vector<instance_id>{instance.id});
+    BOOST_TEST((driver.finish(task) == task_status::finished));
+    BOOST_TEST(driver.locked_instances(task).empty());
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_predecessor_and_successor_are_serialised_by_the_instance_lock) {

@@ -125,7 +125,7 @@ public:
         return opened;
     }
 
-    /// Action runner `runner` read the pending actions (of every instance, by context) just now.
+    /// Action runner `runner` read the pending actions of the instance it locked just now.
     void actions_read_by(std::size_t runner, actions_by_context read) {
         for (const auto& [context, actions] : read)
             for (const auto& [key, action] : actions.on_messages)

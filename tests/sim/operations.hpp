@@ -1,6 +1,7 @@
 #pragma once
 // The operator's side of a run (SPEC §3): which actions may be requested in the current state,
 // what an action runner reads of the pending actions, and how housekeeping and time are set up.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -82,10 +83,11 @@ inline std::size_t action_request_count(const memory::store& store) {
     return count;
 }
 
-/// The pending actions of every instance, as an action runner reads them (by context, by key).
-inline actions_by_context pending_actions_of(const memory::store& store) {
+/// The pending actions of the instances `ids`, as an action runner reads them (by context, by key).
+inline actions_by_context pending_actions_of(const memory::store& store, const std::vector<instance_id>& ids) {
     actions_by_context read;
     for (const auto& instance : store.instances()) {
+        if (std::ranges::find(ids, instance.id) == ids.end()) continue;
         const auto view = store.view_instance(instance.sequence, instance.context_id);
         if (!view || view->actions.empty()) continue;
         actions_read& actions = read[instance.context_id];

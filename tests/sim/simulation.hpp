@@ -178,7 +178,8 @@ private:
     /// Steps the slot's task, with what the checks must see around it: the pending actions an
     /// action runner is about to read, the instances a housekeeper may remove.
     memory::task_status step_task(std::size_t slot) {
-        if (is_runner(slot) && at(slot) == "action.read") probe_.actions_read_by(slot, pending_actions_of(store_));
+        if (is_runner(slot) && at(slot) == "action.read")  // it reads the instance it locked
+            probe_.actions_read_by(slot, pending_actions_of(store_, driver_.locked_instances(*tasks_[slot])));
         const bool housekeeping = is_housekeeper(slot);
         if (housekeeping) {
             sunk_.catch_up(sink_);

@@ -2,7 +2,7 @@
 // The step kinds the scheduler chooses from. A run is a list of steps; a seed draws the list, a
 // replay or the shrinker feeds one back (a step that does not apply at that point is skipped).
 //
-// Extending: to add a kind (say an operator action or a housekeeping run), declare a struct below
+// Extending: to add a kind (say a new fault), declare a struct below
 // with its `kind_info` (name, weight, scale, operand prefix) and one size_t operand, append it to `step`,
 // and give `simulation` three overloads: `operands(kind<K>)` (how many operand values exist),
 // `allows(const K&)` (may it run now) and `apply(const K&)`. The weighted draw, the script
@@ -28,8 +28,9 @@ struct kind_info {
     std::string_view operand;
 };
 
-/// The consumer's task runs to its next store operation or yield point (a worker is started
-/// first when the consumer has records but no task).
+/// The task in slot `consumer` (a consumer, an action runner, a housekeeper or the operator's
+/// console) runs to its next store operation or yield point (a consumer's worker is started
+/// first when it has records but no task).
 struct advance { static constexpr kind_info info{"advance", 100, scaled_by::nothing, "c"}; std::size_t consumer; };
 
 /// The planned delivery reaches its consumer's source.

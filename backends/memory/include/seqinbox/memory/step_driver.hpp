@@ -117,6 +117,9 @@ public:
     /// Only the connection of the task's oldest open transaction (its claim transaction) dies.
     void lose_claim_connection(task_id id) { store_->lose_first_connection_of(&at(id).state); }
 
+    /// The instances the task's open transactions lock.
+    std::vector<instance_id> locked_instances(task_id id) const { return store_->instances_locked_by(&at(id).state); }
+
     task_status status(task_id id) const {
         std::lock_guard lock(mutex_);
         return status_locked(*tasks_.at(id));

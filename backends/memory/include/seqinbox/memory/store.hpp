@@ -233,6 +233,16 @@ public:
         cv_.notify_all();
     }
 
+    /// The instances locked by the open transactions `task` began (inspection, for tests that
+    /// drive tasks: which instance an action runner is acting on).
+    std::vector<instance_id> instances_locked_by(const detail::task_state* task) const {
+        std::lock_guard lock(mutex_);
+        std::vector<instance_id> ids;
+        for (const auto* tx : open_)
+            if (tx->owner == task) ids.insert(ids.end(), tx->locks.instances.begin(), tx->locks.instances.end());
+        return ids;
+    }
+
     /// Like lose_connections_of, for the task's oldest open transaction only (its claim
     /// transaction): a REQUIRES_NEW step in flight lives on, as when one backend is terminated.
     void lose_first_connection_of(const detail::task_state* task) {
