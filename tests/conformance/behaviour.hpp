@@ -1029,6 +1029,25 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(expired_instances_are_marked_then_removed_after_th
     BOOST_TEST(h.log.size() == 1u);  // nothing was replayed
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_state_change_of_a_message_removed_meanwhile_changes_nothing, Backend, backends) {
+    // A state step runs beside its claim transaction; when that one lost its connection, the
+    // instance lock is gone and housekeeping may remove the instance before the step writes.
+    // Like an UPDATE of a deleted row, the step then changes nothing and does not fail.
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    const auto id = conf::message_id_of(b, "OrderValidated", "v1");
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    auto step = b.store.begin();
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+    step.update_message_state(id, si::message_state::processed, b.clock.now());
+    step.commit();
+    BOOST_TEST(b.messages_with_key({"OrderValidated", "v1"}).empty());
+    BOOST_TEST(b.error_sink.size() == 1u);  // forwarded by the removal
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(one_runner_per_housekeeping_job_and_a_bounded_run_resumes, Backend, backends) {
     Backend b;
     harness<Backend> h(b);

@@ -1,7 +1,9 @@
 #pragma once
 // The invariants on the store: checked after every step that committed (no duplicate row per
-// claim key) and at quiescence (every delivered logical message ended in an accepted state and
-// its listener succeeded once, or more only after the documented at-least-once window).
+// claim key), after every step (nothing lost; what housekeeping removed reached the error sink)
+// and at quiescence (every delivered logical message ended in an accepted state and its listener
+// succeeded once, or more only after the documented at-least-once window).
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <set>
@@ -36,6 +38,112 @@ private:
     std::set<claim_key> reported_;
 };
 
+/// The error-sink records by claim key, caught up with the sink when asked.
+class sink_index {
+public:
+    void catch_up(const memory::error_sink& sink) {
+        if (sink.size() == seen_) return;
+        const auto records = sink.records();
+        for (; seen_ < records.size(); ++seen_) ++count_[{records[seen_].qualified_type, records[seen_].idempotence_id}];
+    }
+    std::size_t count(const claim_key& key) const {
+        auto it = count_.find(key);
+        return it == count_.end() ? 0 : it->second;
+    }
+    bool contains(const claim_key& key) const { return count_.contains(key); }
+
+private:
+    std::size_t seen_ = 0;
+    std::map<claim_key, std::size_t> count_;
+};
+
+inline bool any_processed(const std::vector<message_record>& rows) {
+    return std::ranges::any_of(rows, [](const message_record& r) { return r.state == message_state::processed; });
+}
+
+/// Nothing lost (SPEC §2, §3): every accepted (acknowledged) message had its listener succeed,
+/// was expired by an operator, is stored, or reached the error sink (failed, or forwarded by
+/// housekeeping removal). Checked after every step; a message settled by one of the lasting
+/// reasons (all but "stored") is not looked at again.
+class nothing_lost_check {
+public:
+    void accept(const claim_key& key) {
+        if (!settled_.contains(key)) open_.insert(key);
+    }
+
+    void run(const memory::store& store, const sink_index& sink, const listener_probe& probe, violation_log& log) {
+        for (auto it = open_.begin(); it != open_.end();) {
+            if (settled(*it, store, sink, probe)) {
+                settled_.insert(*it);
+                it = open_.erase(it);
+                continue;
+            }
+            if (!store.messages_with_key(*it).empty() || !reported_.insert(*it).second) {
+                ++it;
+                continue;
+            }
+            log.add("lost", listener_probe::text(*it) + " was accepted but its listener never succeeded, no operator expired it, " +
+                                "it is not stored and it is not in the error sink");
+            ++it;
+        }
+    }
+
+private:
+    static bool settled(const claim_key& key, const memory::store& store, const sink_index& sink, const listener_probe& probe) {
+        if (probe.ever_succeeded(key) || sink.contains(key)) return true;
+        return probe.expire_target(key) && any_processed(store.messages_with_key(key));
+    }
+
+    std::set<claim_key> open_;
+    std::set<claim_key> settled_;
+    std::set<claim_key> reported_;
+};
+
+/// An instance housekeeping removed, with the keys of the rows it held.
+struct removed_instance {
+    std::string context;
+    std::vector<claim_key> keys;
+};
+
+/// What housekeeping removes reaches the error sink first (SPEC §3): around a housekeeper's
+/// step, every WAITING row of an instance that vanished has a new error-sink record.
+class removal_check {
+public:
+    void before(const memory::store& store, const sink_index& sink) {
+        instances_ = store.instances();
+        rows_ = store.messages();
+        sunk_before_.clear();
+        for (const auto& row : rows_)
+            if (row.state == message_state::waiting) sunk_before_[row.key()] = sink.count(row.key());
+    }
+
+    std::vector<removed_instance> after(const memory::store& store, const sink_index& sink, violation_log& log) const {
+        std::set<instance_id> present;
+        for (const auto& i : store.instances()) present.insert(i.id);
+        std::vector<removed_instance> removed;
+        for (const auto& instance : instances_)
+            if (!present.contains(instance.id)) removed.push_back(check_removed(instance, sink, log));
+        return removed;
+    }
+
+private:
+    removed_instance check_removed(const sequence_instance& instance, const sink_index& sink, violation_log& log) const {
+        removed_instance gone{instance.context_id, {}};
+        for (const auto& row : rows_) {
+            if (row.instance != instance.id) continue;
+            gone.keys.push_back(row.key());
+            if (row.state == message_state::waiting && sink.count(row.key()) <= sunk_before_.at(row.key()))
+                log.add("removed_without_forwarding", listener_probe::text(row.key()) + " was WAITING in " + instance.context_id +
+                                                          " when housekeeping removed it, and did not reach the error sink");
+        }
+        return gone;
+    }
+
+    std::vector<sequence_instance> instances_;
+    std::vector<message_record> rows_;
+    std::map<claim_key, std::size_t> sunk_before_;
+};
+
 struct final_state_inputs {
     const memory::store& store;
     const memory::error_sink& sink;
@@ -43,6 +151,7 @@ struct final_state_inputs {
     const declarations<testing::message>& decls;
     bool strategy_claims;  ///< false for strategies that never write a claim (no live-claim check)
     bool connection_lost;  ///< a connection died in this run (a release pass may have been cut)
+    const std::set<claim_key>& removed;  ///< keys whose instance housekeeping removed at some point
 };
 
 class final_state_check {
@@ -66,7 +175,10 @@ private:
         const claim_key key = m.key();
         const auto rows = in_.store.messages_with_key(key);
         const std::string name = listener_probe::text(key) + " (" + m.context + ")";
-        if (rows.empty()) return log_->add("lost", name + " was delivered but has no inbox row");
+        if (rows.empty()) {
+            if (!in_.removed.contains(key)) log_->add("lost", name + " was delivered but has no inbox row");
+            return;  // else removed by housekeeping: nothing_lost_check covered it at every step
+        }
         if (rows.size() > 1) return;  // reported by unique_rows_check; the state is ambiguous
         check_successes(key, name, rows.front().state);
         switch (rows.front().state) {
@@ -82,6 +194,7 @@ private:
         const std::size_t n = in_.probe.successes(key);
         const std::size_t expected = state == message_state::processed ? 1 : 0;
         if (n == expected || (n > expected && in_.probe.had_window(key))) return;
+        if (n == 0 && state == message_state::processed && in_.probe.expire_target(key)) return;  // EXPIRE: never replayed
         log_->add(n > expected ? "listener_repeated" : "processed_without_listener",
                   name + " is " + std::string(to_string(state)) + " and its listener succeeded " + std::to_string(n) + " times");
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "random.hpp"
+#include "scenario.hpp"
 #include "steps.hpp"
 
 namespace seqinbox::sim {
@@ -30,7 +31,9 @@ void add_candidates(const Sim& sim, std::vector<step>& out) {
 
 class random_chooser {
 public:
-    random_chooser(random rng, unsigned fault_percent) : rng_(std::move(rng)), fault_percent_(fault_percent) {}
+    /// The scheduler of the seed of `s`, with its fault and operation levels.
+    explicit random_chooser(const scenario& s)
+        : rng_(scheduler_random(s.seed)), fault_percent_(s.fault_percent), operation_percent_(s.operation_percent) {}
 
     /// A kind drawn by weight among the kinds with a candidate, then one of its candidates.
     template <class Sim>
@@ -38,7 +41,7 @@ public:
         std::vector<std::pair<unsigned, std::vector<step>>> kinds;
         unsigned total = 0;
         for_each_kind([&]<class K>(kind<K>) {
-            const unsigned weight = K::info.fault ? K::info.weight * fault_percent_ / 100 : K::info.weight;
+            const unsigned weight = weight_of(K::info);
             if (weight == 0) return;
             std::vector<step> candidates;
             add_candidates<K>(sim, candidates);
@@ -56,8 +59,18 @@ public:
     }
 
 private:
+    unsigned weight_of(const kind_info& info) const {
+        switch (info.scale) {
+        case scaled_by::faults: return info.weight * fault_percent_ / 100;
+        case scaled_by::operations: return info.weight * operation_percent_ / 100;
+        case scaled_by::nothing: break;
+        }
+        return info.weight;
+    }
+
     random rng_;
     unsigned fault_percent_;
+    unsigned operation_percent_;
 };
 
 class script_chooser {
@@ -74,12 +87,14 @@ public:
     }
 
 private:
-    /// After the script: advance the first consumer that can, else the first pending arrival.
+    /// After the script: advance the first task that can, else the first pending arrival, else
+    /// run the pending-action job.
     template <class Sim>
     static std::optional<step> drain(const Sim& sim) {
         std::vector<step> candidates;
         add_candidates<advance>(sim, candidates);
         if (candidates.empty()) add_candidates<arrive>(sim, candidates);
+        if (candidates.empty()) add_candidates<run_actions>(sim, candidates);
         if (candidates.empty()) return std::nullopt;
         return candidates.front();
     }

@@ -1,7 +1,8 @@
 #pragma once
 // One simulated service instance: an inbox object over the shared store with its own source,
 // and the body of its worker task (poll, decide, acknowledge) with the hooks the controller
-// uses to inject a listener failure or a crash before the acknowledgement.
+// uses to inject a listener failure or a crash before the acknowledgement. An action runner is
+// one too, whose task runs the pending-action job instead.
 #include <array>
 #include <cstddef>
 #include <exception>
@@ -15,8 +16,8 @@
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/error.hpp"
+#include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
-#include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/memory/source.hpp"
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/outcome.hpp"
@@ -25,28 +26,37 @@
 
 namespace seqinbox::sim {
 
-template <class Claim>
-using sim_inbox = memory::basic_inbox<Claim, propagation::not_supported, decode::header_decoder, clocks::manual_clock>;
+template <class Claim, class Store = memory::store>
+using sim_inbox = basic_inbox<Store, memory::source, memory::error_sink, Claim, propagation::not_supported, decode::header_decoder,
+                              clocks::manual_clock>;
+
+/// The claim key a record carries (the header decoder's headers).
+inline claim_key key_of(const envelope& record) {
+    return {std::string(record.find_header("message-type").value_or("")), std::string(record.find_header("idempotence-id").value_or(""))};
+}
 
 /// What the worker tells the controller; written by the task, read between steps (the step
 /// driver's hand-over orders the accesses).
 struct worker_report {
     std::optional<envelope> current;   ///< the delivery being decided
-    std::vector<std::string> errors;   ///< deliver() failures other than a lost connection
+    std::vector<std::string> errors;   ///< deliver() failures other than a lost connection or a retry
+    std::vector<claim_key> acknowledged;  ///< keys acknowledged since the controller last took them
     std::size_t connection_errors = 0;
+    std::size_t retryable_errors = 0;  ///< e.g. the instance was removed under the delivery
+    std::size_t actions_executed = 0;
     std::array<std::size_t, 6> outcomes{};  ///< by seqinbox::outcome
     std::size_t released = 0;
     std::size_t release_failures = 0;
 };
 
-template <class Claim>
+template <class Claim, class Store = memory::store>
 class consumer {
 public:
-    consumer(std::size_t index, memory::store& store, memory::error_sink& sink, const declarations<testing::message>& decls,
+    consumer(std::size_t index, Store& store, memory::error_sink& sink, const declarations<testing::message>& decls,
              clocks::manual_clock clock, listener_probe& probe)
         : index_(index), inbox_(store, source, sink, decls, decode::header_decoder{}, clock), probe_(&probe) {
         for (const auto& m : decls.sequences.front().messages)
-            inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim>::context& ctx) {
+            inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim, Store>::context& ctx) {
                 listen(ctx.qualified_type, ctx.idempotence_id, ctx.context_id);
             });
     }
@@ -71,7 +81,14 @@ public:
                 return;
             }
             source.acknowledge(*record);
+            report.acknowledged.push_back(key_of(*record));
         }
+    }
+
+    /// The action runner's task: one run of the pending-action job.
+    void run_actions(std::size_t page_size, std::size_t pages) {
+        probe_->begin_delivery(index_);
+        guarded([&] { report.actions_executed += inbox_.run_pending_actions(page_size, pages); });
     }
 
     memory::source source;
@@ -81,15 +98,26 @@ public:
 
 private:
     bool decide(const envelope& record) {
-        try {
+        return guarded([&] {
             const delivery_result result = inbox_.deliver(record);
             ++report.outcomes[static_cast<std::size_t>(result.outcome)];
             report.released += result.released;
             report.release_failures += result.release_failures;
+        });
+    }
+
+    /// Runs `work`; false when it threw (a lost connection and a retryable error are counted,
+    /// anything else is reported).
+    template <class Work>
+    bool guarded(Work work) {
+        try {
+            work();
             return true;
         } catch (const seqinbox::error& e) {
             if (e.category() == error_category::connection)
                 ++report.connection_errors;
+            else if (e.category() == error_category::retryable)
+                ++report.retryable_errors;
             else
                 report.errors.push_back(std::string(to_string(e.category())) + ": " + e.what());
         } catch (const std::exception& e) {
@@ -109,7 +137,7 @@ private:
     }
 
     std::size_t index_;
-    sim_inbox<Claim> inbox_;
+    sim_inbox<Claim, Store> inbox_;
     listener_probe* probe_;
 };
 

@@ -17,6 +17,9 @@ namespace seqinbox::sim {
 
 using message = testing::message;
 
+/// The retention of every drawn sequence; operations.hpp moves the clock past it.
+inline constexpr std::chrono::hours sequence_retention{24};
+
 inline std::string type_name(std::size_t index) { return "T" + std::to_string(index); }
 
 /// Mostly earlier types (acyclic), sometimes any type, so that validation has work to do.
@@ -36,7 +39,7 @@ inline condition random_condition(random& rng, std::size_t self, std::size_t typ
 inline declarations<message> draw_declarations(random& rng) {
     sequence_declaration<message> seq;
     seq.name = "SimSequence";
-    seq.retention = std::chrono::hours(24);
+    seq.retention = sequence_retention;
     const std::size_t types = rng.between(2, 6);
     for (std::size_t i = 0; i < types; ++i)
         seq.messages.push_back(testing::declare(type_name(i), i == 0 || rng.chance(25) ? condition{} : random_condition(rng, i, types, 2)));

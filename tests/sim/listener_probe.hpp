@@ -3,7 +3,10 @@
 //  - at most one invocation in flight per claim key and per context;
 //  - a listener starts only when its type's release condition holds against the types whose
 //    listeners already succeeded in the same context;
-// and counts successes per claim key for the end-of-run check. Listeners run on driven tasks,
+// and counts successes per claim key for the end-of-run check. A listener that an action runner
+// starts follows what the runner read (SPEC §3): CONSUME and CONSUME_ALL replay whatever the
+// condition, EXPIRE and CLOSE replay nothing, the release pass after them keeps the order; a type
+// an operator expired counts as done for the order. Listeners run on driven tasks,
 // one thread at a time, so the probe needs no lock of its own beyond the step hand-over.
 //
 // An invocation is "orphaned" when its task's connection dies while it runs: the claim and the
@@ -12,7 +15,9 @@
 // key is marked as having had the window.
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,11 +25,26 @@
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/declare/validate.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 #include "support/world.hpp"
 #include "violation.hpp"
 
 namespace seqinbox::sim {
+
+/// What an action runner read of one instance's pending actions, its messages by claim key.
+struct actions_read {
+    std::optional<instance_action> on_instance;
+    std::map<claim_key, message_action> on_messages;
+
+    /// What the job does to the message: CLOSE nothing, CONSUME_ALL a CONSUME, else its own action.
+    std::optional<message_action> executed_on(const claim_key& key) const {
+        if (on_instance) return on_instance == instance_action::consume_all ? std::optional(message_action::consume) : std::nullopt;
+        auto it = on_messages.find(key);
+        return it == on_messages.end() ? std::nullopt : std::optional(it->second);
+    }
+};
+using actions_by_context = std::map<std::string, actions_read>;
 
 class listener_probe {
 public:
@@ -53,7 +73,7 @@ public:
                                                           std::to_string(consumer) + " while " + text(other.key) +
                                                           " runs on c" + std::to_string(other.consumer));
         }
-        check_order(key, context);
+        check_operator_replay(consumer, key, context);
         in_flight_.push_back({consumer, key, context});
     }
 
@@ -65,6 +85,7 @@ public:
         if (it == in_flight_.end()) return;
         if (succeeded) {
             ++successes_[it->key];
+            succeeded_once_.insert(it->key);
             succeeded_types_[it->context].insert(it->key.type);
             completed_[consumer].push_back(it->key);
         }
@@ -104,11 +125,37 @@ public:
         return opened;
     }
 
+    /// Action runner `runner` read the pending actions of the instance it locked just now.
+    void actions_read_by(std::size_t runner, actions_by_context read) {
+        for (const auto& [context, actions] : read)
+            for (const auto& [key, action] : actions.on_messages)
+                if (actions.executed_on(key) == message_action::expire) expire_targets_[context].insert(key);
+        read_by_runner_[runner] = std::move(read);
+    }
+    /// How the probe asks whether a key's committed row is PROCESSED (an expiry took effect).
+    void ask_processed(std::function<bool(const claim_key&)> is_processed) { is_processed_ = std::move(is_processed); }
+
+    /// Housekeeping removed the context's instance with the rows of `keys`: a later delivery
+    /// starts a new instance, in which nothing succeeded yet (the retention boundary).
+    void instance_removed(const std::string& context, const std::vector<claim_key>& keys) {
+        succeeded_types_.erase(context);
+        expire_targets_.erase(context);
+        for (const auto& key : keys) successes_.erase(key);
+    }
+
+    /// Listener successes since the key's instance was last removed.
     std::size_t successes(const claim_key& key) const {
         auto it = successes_.find(key);
         return it == successes_.end() ? 0 : it->second;
     }
     bool had_window(const claim_key& key) const { return windows_.contains(key); }
+    bool ever_succeeded(const claim_key& key) const { return succeeded_once_.contains(key); }
+    /// An action runner read EXPIRE for the key in its current instance.
+    bool expire_target(const claim_key& key) const {
+        return std::ranges::any_of(expire_targets_, [&](const auto& targets) { return targets.second.contains(key); });
+    }
+    /// Listeners an operator's CONSUME or CONSUME_ALL started out of the release order.
+    std::size_t operator_replays() const noexcept { return operator_replays_; }
     std::size_t in_flight() const noexcept { return in_flight_.size(); }
 
     static std::string text(const claim_key& key) { return key.type + "/" + key.idempotence_id; }
@@ -127,8 +174,40 @@ private:
         in_flight_.push_back({consumer, key, context, true});
     }
 
+    /// A listener on an action runner: CONSUME replays whatever the condition, EXPIRE and CLOSE
+    /// replay nothing; anything else on it is the release pass that follows, in order.
+    void check_operator_replay(std::size_t consumer, const claim_key& key, const std::string& context) {
+        const actions_read* read = read_of(consumer, context);
+        const auto action = read ? read->executed_on(key) : std::nullopt;
+        if (read && read->on_instance == instance_action::close)
+            log_->add("listener_despite_close", "listener of " + text(key) + " in " + context + " started by the CLOSE action on c" +
+                                                    std::to_string(consumer));
+        else if (action == message_action::expire)
+            log_->add("listener_of_expired", "listener of " + text(key) + " in " + context + " started by its EXPIRE action on c" +
+                                                 std::to_string(consumer));
+        else if (action == message_action::consume)
+            ++operator_replays_;
+        else
+            check_order(key, context);
+    }
+
+    const actions_read* read_of(std::size_t runner, const std::string& context) const {
+        auto by_runner = read_by_runner_.find(runner);
+        if (by_runner == read_by_runner_.end()) return nullptr;
+        auto it = by_runner->second.find(context);
+        return it == by_runner->second.end() ? nullptr : &it->second;
+    }
+
+    /// The types whose listeners succeeded in the context, and those an operator expired there.
+    std::set<std::string> done_types(const std::string& context) {
+        std::set<std::string> done = succeeded_types_[context];
+        for (const auto& key : expire_targets_[context])
+            if (is_processed_ && is_processed_(key)) done.insert(key.type);
+        return done;
+    }
+
     void check_order(const claim_key& key, const std::string& context) {
-        const auto& done = succeeded_types_[context];
+        const auto done = done_types(context);
         const condition& release = release_.at(key.type);
         if (release.satisfied([&](const std::string& t) { return done.contains(t); })) return;
         std::string before;
@@ -147,6 +226,11 @@ private:
     std::map<std::size_t, std::vector<claim_key>> completed_;       // by consumer, this delivery
     std::set<claim_key> windows_;
     std::set<std::size_t> disconnected_;  // consumers whose connection died in this delivery
+    std::set<claim_key> succeeded_once_;  // whatever removals followed
+    std::map<std::size_t, actions_by_context> read_by_runner_;       // each runner's last read
+    std::map<std::string, std::set<claim_key>> expire_targets_;      // by context: read as EXPIRE
+    std::function<bool(const claim_key&)> is_processed_;
+    std::size_t operator_replays_ = 0;
 };
 
 }  // namespace seqinbox::sim

@@ -105,7 +105,7 @@ std::size_t count_violations(const run_result& result, const options& o, tally& 
 template <class Claim>
 run_result run_seed(const scenario& s, const options& o, bool trace) {
     simulation<Claim> sim(s, {o.max_steps, trace, {}});
-    random_chooser chooser(scheduler_random(s.seed), s.fault_percent);
+    random_chooser chooser(s);
     return sim.run(chooser);
 }
 
@@ -194,9 +194,13 @@ int run_many(const options& o) {
         [&](const seed_outcome& x) { return o.expect_violation && x.failing; });
     const double seconds = std::chrono::duration<double>(clock::now() - started).count();
 
-    tally totals;  // the fault figures are printed even when a run drew none
+    tally totals;  // the fault and operation figures are printed even when a run drew none
     for (const char* name : {"faults_listener_throw", "faults_connection_lost", "faults_connection_lost_in_listener",
-                             "faults_crash_before_ack", "resends", "at_least_once_windows", "at_least_once_repeats"})
+                             "faults_crash_before_ack", "resends", "at_least_once_windows", "at_least_once_repeats",
+                             "requests_CONSUME", "requests_EXPIRE", "requests_CONSUME_ALL", "requests_CLOSE", "requests_refused",
+                             "action_runs", "actions_executed", "operator_replays", "housekeeping_runs", "housekeeping_marked",
+                             "housekeeping_closed_removed", "housekeeping_expired_removed", "housekeeping_forwarded",
+                             "instances_removed", "time_jumps", "retries_after_removal"})
         totals[name] = 0;
     std::uint64_t failing = 0, known = 0;
     for (const auto& x : outcomes) {

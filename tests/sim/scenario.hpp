@@ -1,6 +1,6 @@
 #pragma once
 // Everything a seed decides before the first step: the declaration, the workload and how
-// often faults are drawn. The scheduler draws from its own stream of the same seed.
+// often faults and operations (operator actions, housekeeping) are drawn. The scheduler draws from its own stream of the same seed.
 #include <cstdint>
 
 #include "declaration_gen.hpp"
@@ -14,7 +14,8 @@ struct scenario {
     declarations<message> decls;
     std::size_t declarations_rejected = 0;
     workload work;
-    unsigned fault_percent = 100;  ///< scales the weight of every fault step kind
+    unsigned fault_percent = 100;      ///< scales the weight of every fault step kind
+    unsigned operation_percent = 100;  ///< scales the weight of every operation step kind
 };
 
 inline scenario make_scenario(std::uint64_t seed) {
@@ -27,6 +28,7 @@ inline scenario make_scenario(std::uint64_t seed) {
     s.work = random_workload(s.decls, rng);
     static constexpr unsigned fault_levels[] = {0, 50, 100, 200};
     s.fault_percent = fault_levels[rng.below(4)];
+    s.operation_percent = fault_levels[rng.below(4)];  // drawn last: the draws above stay as they were
     return s;
 }
 

@@ -20,14 +20,14 @@ struct shrunk_run {
     std::size_t replays = 0;
 };
 
-template <class Claim>
+template <class Claim, class Store = memory::store>
 run_result replay(const scenario& s, const std::vector<step>& script, run_options options) {
-    simulation<Claim> sim(s, std::move(options));
+    simulation<Claim, Store> sim(s, std::move(options));
     script_chooser chooser(script);
     return sim.run(chooser);
 }
 
-template <class Claim>
+template <class Claim, class Store = memory::store>
 class shrinker {
 public:
     shrinker(const scenario& s, std::string kind, std::size_t max_replays) : scenario_(s), kind_(std::move(kind)), budget_(max_replays) {}
@@ -51,7 +51,7 @@ private:
         run_options options;
         options.dropped = dropped;
         options.trace = true;  // for the subjects of the steps
-        auto result = replay<Claim>(scenario_, script, options);
+        auto result = replay<Claim, Store>(scenario_, script, options);
         const auto found = std::ranges::find(result.violations, kind_, &violation::kind);
         if (found == result.violations.end()) return false;
         const std::size_t keep = std::min(result.steps.size(), found->step + 1);
@@ -68,7 +68,7 @@ private:
     void drop_messages() {
         run_options options;
         options.trace = true;
-        subjects_ = replay<Claim>(scenario_, shrunk_.script, options).subjects;
+        subjects_ = replay<Claim, Store>(scenario_, shrunk_.script, options).subjects;
         ++shrunk_.replays;
         for (std::size_t m = 0; m < scenario_.work.messages.size(); ++m) {
             auto dropped = shrunk_.dropped;

@@ -1,7 +1,9 @@
 #pragma once
 // One run of one seed: simulated consumers sharing one in-memory store, driven one store
 // operation at a time by a chooser (seeded draw, or a script for replay and shrinking), with the
-// invariants checked after every step and at quiescence.
+// invariants checked after every step and at quiescence. Beside the consumers, the run has task
+// slots for the operator: two action runners (inboxes without records), two housekeepers and a
+// console that sends action requests.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,9 +21,11 @@
 #include "checker.hpp"
 #include "consumer.hpp"
 #include "listener_probe.hpp"
+#include "operations.hpp"
 #include "scenario.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/housekeeping.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/step_driver.hpp"
 #include "seqinbox/memory/store.hpp"
@@ -51,14 +55,29 @@ struct run_result {
     tally counts;
 };
 
-template <class Claim>
+/// How many operation steps of each kind one run may take, so that every run ends.
+struct operation_limits {
+    std::size_t requests = 6;
+    std::size_t action_runs = 6;
+    std::size_t housekeeping_runs = 4;
+    std::size_t time_jumps = 3;
+};
+
+template <class Claim, class Store = memory::store>
 class simulation {
+    static constexpr std::size_t action_runners = 2;
+    static constexpr std::size_t housekeepers = 2;
+    using housekeeper = basic_housekeeper<Store, memory::error_sink, clocks::manual_clock>;
+
 public:
     simulation(const scenario& s, run_options options)
         : scenario_(s), options_(std::move(options)), probe_(s.decls, log_), arrived_(s.work.deliveries.size()),
-          delivered_(s.work.messages.size()), tasks_(s.work.consumers), blocked_(s.work.consumers) {
-        for (std::size_t c = 0; c < s.work.consumers; ++c)
-            consumers_.push_back(std::make_unique<consumer<Claim>>(c, store_, sink_, s.decls, clock_, probe_));
+          delivered_(s.work.messages.size()), tasks_(s.work.consumers + action_runners + housekeepers + 1),
+          blocked_(tasks_.size()) {
+        for (std::size_t c = 0; c < s.work.consumers + action_runners; ++c)
+            consumers_.push_back(std::make_unique<consumer<Claim, Store>>(c, store_, sink_, s.decls, clock_, probe_));
+        for (std::size_t h = 0; h < housekeepers; ++h) housekeepers_.emplace_back(store_, sink_, housekeeping_of(h), clock_);
+        probe_.ask_processed([this](const claim_key& key) { return processed(key); });
     }
     simulation(const simulation&) = delete;
     simulation& operator=(const simulation&) = delete;
@@ -92,17 +111,21 @@ public:
 
     // ---- what the choosers ask ----
 
-    std::size_t operands(kind<advance>) const { return consumers_.size(); }
+    std::size_t operands(kind<advance>) const { return tasks_.size(); }
     std::size_t operands(kind<arrive>) const { return scenario_.work.deliveries.size(); }
     std::size_t operands(kind<listener_throw>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
-    std::size_t operands(kind<crash_before_ack>) const { return consumers_.size(); }
+    std::size_t operands(kind<crash_before_ack>) const { return scenario_.work.consumers; }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
+    std::size_t operands(kind<request_action>) const { return console_free() ? request_count() : 0; }
+    std::size_t operands(kind<run_actions>) const { return action_runners; }
+    std::size_t operands(kind<housekeep>) const { return housekeepers; }
+    std::size_t operands(kind<pass_time>) const { return 2; }
 
     bool allows(const advance& a) const {
         if (tasks_[a.consumer]) return !blocked_[a.consumer];
-        return consumers_[a.consumer]->source.pending() > 0;
+        return a.consumer < scenario_.work.consumers && consumers_[a.consumer]->source.pending() > 0;
     }
     bool allows(const arrive& a) const { return !arrived_[a.delivery] && !options_.dropped.contains(a.delivery); }
     bool allows(const listener_throw& t) const { return at(t.consumer) == "listener" && !probe_.armed(t.consumer); }
@@ -113,6 +136,15 @@ public:
     bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
     bool allows(const resend& r) const { return r.failure < sink_.size() && !resent_.contains(r.failure) && resent_.size() < 10; }
+    bool allows(const request_action& r) const { return console_free() && r.target < request_count(); }
+    /// Past its limit, the job still runs while actions are pending (it runs periodically).
+    bool allows(const run_actions& r) const {
+        return r.runner < action_runners && !tasks_[runner_slot(r.runner)] && (used_.action_runs < limits_.action_runs || actions_pending());
+    }
+    bool allows(const housekeep& h) const {
+        return h.runner < housekeepers && !tasks_[housekeeper_slot(h.runner)] && used_.housekeeping_runs < limits_.housekeeping_runs;
+    }
+    bool allows(const pass_time& p) const { return p.span < 2 && used_.time_jumps < limits_.time_jumps; }
 
     bool allows(const step& s) const {
         return std::visit([this](const auto& k) { return allows(k); }, s);
@@ -128,24 +160,42 @@ private:
         const std::string before = options_.trace ? describe_step(s) : std::string();
         if (options_.trace) subjects_.push_back(subject(s));
         std::visit([this](const auto& k) { apply(k); }, s);
+        forget_derived_state();
         applied_.push_back(s);
         ++counts_["steps"];
         if (store_.open_transaction_count() < open_before) after_commit_or_rollback();
         reap_tasks();
+        check_nothing_lost();
         if (options_.trace) trace_.push_back("#" + std::to_string(applied_.size() - 1) + " " + before + after_step(s));
     }
 
     void apply(const advance& a) {
-        auto& task = tasks_[a.consumer];
-        memory::task_status status;
-        if (!task) {
-            task = driver_.spawn("c" + std::to_string(a.consumer), [c = consumers_[a.consumer].get()] { c->work(); });
-            status = driver_.status(*task);
-        } else {
-            status = driver_.step(*task);
-        }
-        blocked_[a.consumer] = status == memory::task_status::blocked;
+        if (!tasks_[a.consumer]) return start(a.consumer, "c" + std::to_string(a.consumer), [c = consumers_[a.consumer].get()] { c->work(); });
+        blocked_[a.consumer] = step_task(a.consumer) == memory::task_status::blocked;
         if (blocked_[a.consumer]) ++counts_["blocked_steps"];
+    }
+
+    /// Steps the slot's task, with what the checks must see around it: the pending actions an
+    /// action runner is about to read, the instances a housekeeper may remove.
+    memory::task_status step_task(std::size_t slot) {
+        if (is_runner(slot) && at(slot) == "action.read")  // it reads the instance it locked
+            probe_.actions_read_by(slot, pending_actions_of(store_, driver_.locked_instances(*tasks_[slot])));
+        const bool housekeeping = is_housekeeper(slot);
+        if (housekeeping) {
+            sunk_.catch_up(sink_);
+            removal_.before(store_, sunk_);
+        }
+        const auto status = driver_.step(*tasks_[slot]);
+        forget_derived_state();
+        if (housekeeping) after_housekeeping_step();
+        return status;
+    }
+
+    /// Spawns the slot's task (it runs to its first store operation).
+    template <class Body>
+    void start(std::size_t slot, std::string name, Body body) {
+        tasks_[slot] = driver_.spawn(std::move(name), std::move(body));
+        blocked_[slot] = driver_.status(*tasks_[slot]) == memory::task_status::blocked;
     }
 
     void apply(const arrive& a) {
@@ -190,9 +240,57 @@ private:
     void apply(const resend& r) {
         envelope again = sink_.records()[r.failure].original;
         again.offset = -1;  // a new record on the topic
-        consumers_[r.failure % consumers_.size()]->source.push(std::move(again));
+        consumers_[r.failure % scenario_.work.consumers]->source.push(std::move(again));
         resent_.insert(r.failure);
         ++counts_["resends"];
+    }
+
+    void apply(const request_action& r) {
+        const action_request request = action_requests(store_)[r.target];
+        ++used_.requests;
+        ++counts_["requests_" + request.action_name()];
+        start(console_slot(), "operator", [this, request] {
+            if (!request.send(store_, clock_.now())) ++counts_["requests_refused"];  // the target is no longer WAITING / OPEN
+        });
+    }
+
+    void apply(const run_actions& r) {
+        ++used_.action_runs;
+        ++counts_["action_runs"];
+        const std::size_t pages = action_pages_of(r.runner);
+        start(runner_slot(r.runner), "r" + std::to_string(r.runner),
+              [c = consumers_[runner_slot(r.runner)].get(), pages] { c->run_actions(pages, pages); });
+    }
+
+    void apply(const housekeep& h) {
+        ++used_.housekeeping_runs;
+        ++counts_["housekeeping_runs"];
+        start(housekeeper_slot(h.runner), "h" + std::to_string(h.runner), [this, h] { count_housekeeping(housekeepers_[h.runner].run_once()); });
+    }
+
+    void apply(const pass_time& p) {
+        ++used_.time_jumps;
+        ++counts_["time_jumps"];
+        clock_.advance(time_span(p.span));
+    }
+
+    /// Called on the housekeeper's task; the step hand-over orders it before the controller reads.
+    void count_housekeeping(const housekeeping_report& report) {
+        counts_["housekeeping_closed_removed"] += report.closed_removed;
+        counts_["housekeeping_marked"] += report.marked;
+        counts_["housekeeping_expired_removed"] += report.expired_removed;
+        counts_["housekeeping_forwarded"] += report.forwarded;
+        counts_["housekeeping_jobs_skipped"] += report.skipped.size();
+    }
+
+    /// A housekeeper moved: instances it removed start a new life for their context and keys.
+    void after_housekeeping_step() {
+        sunk_.catch_up(sink_);
+        for (auto& gone : removal_.after(store_, sunk_, log_)) {
+            ++instances_removed_;
+            removed_keys_.insert(gone.keys.begin(), gone.keys.end());
+            probe_.instance_removed(gone.context, gone.keys);
+        }
     }
 
     // ---- bookkeeping after a step ----
@@ -203,9 +301,19 @@ private:
         std::fill(blocked_.begin(), blocked_.end(), false);
     }
 
+    /// Takes the keys acknowledged in this step, then checks that no accepted message is lost.
+    void check_nothing_lost() {
+        for (auto& c : consumers_) {
+            for (const auto& key : c->report.acknowledged) nothing_lost_.accept(key);
+            c->report.acknowledged.clear();
+        }
+        sunk_.catch_up(sink_);
+        nothing_lost_.run(store_, sunk_, probe_, log_);
+    }
+
     void reap_tasks() {
         for (std::size_t c = 0; c < tasks_.size(); ++c) {
-            report_errors(c);
+            if (c < consumers_.size()) report_errors(c);
             if (!tasks_[c] || !driver_.done(*tasks_[c])) continue;
             if (driver_.status(*tasks_[c]) == memory::task_status::failed)
                 log_.add("worker_died", "c" + std::to_string(c) + ": " + failure_text(driver_.failure(*tasks_[c])));
@@ -214,10 +322,14 @@ private:
         }
     }
 
+    /// A retryable error is expected only where housekeeping removed an instance under a delivery.
     void report_errors(std::size_t c) {
-        auto& errors = consumers_[c]->report.errors;
-        for (const auto& e : errors) log_.add("delivery_error", "c" + std::to_string(c) + ": " + e);
-        errors.clear();
+        auto& report = consumers_[c]->report;
+        for (const auto& e : report.errors) log_.add("delivery_error", "c" + std::to_string(c) + ": " + e);
+        report.errors.clear();
+        if (report.retryable_errors > 0 && instances_removed_ == 0)
+            log_.add("delivery_error", "c" + std::to_string(c) + ": a retryable error, but no instance was removed");
+        counts_["retries_after_removal"] += std::exchange(report.retryable_errors, 0);
     }
 
     /// Tasks flagged blocked are stepped again once every live task is flagged; false when they
@@ -232,7 +344,7 @@ private:
         std::string where;
         for (std::size_t c = 0; c < tasks_.size(); ++c) {
             if (!tasks_[c]) continue;
-            blocked_[c] = driver_.step(*tasks_[c]) == memory::task_status::blocked;
+            blocked_[c] = step_task(c) == memory::task_status::blocked;
             if (!blocked_[c]) return true;
             where += " c" + std::to_string(c) + "@" + std::string(driver_.position(*tasks_[c]));
         }
@@ -243,9 +355,8 @@ private:
     bool quiescent() const {
         for (std::size_t d = 0; d < arrived_.size(); ++d)
             if (!arrived_[d] && !options_.dropped.contains(d)) return false;
-        for (std::size_t c = 0; c < consumers_.size(); ++c)
-            if (tasks_[c] || consumers_[c]->source.pending() > 0 || consumers_[c]->source.in_flight() > 0) return false;
-        return true;
+        if (std::ranges::any_of(tasks_, [](const auto& task) { return task.has_value(); }) || actions_pending()) return false;
+        return std::ranges::none_of(consumers_, [](const auto& c) { return c->source.pending() > 0 || c->source.in_flight() > 0; });
     }
 
     void finish_run() {
@@ -253,7 +364,9 @@ private:
         if (!quiescent()) {
             if (log_.empty()) log_.add("no_quiescence", "not quiescent after " + std::to_string(applied_.size()) + " steps");
         } else {
-            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, counts_["faults_connection_lost"] > 0}, log_).run(scenario_.work, delivered_);
+            check_nothing_lost();
+            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, counts_["faults_connection_lost"] > 0, removed_keys_}, log_)
+                .run(scenario_.work, delivered_);
         }
         count_outcomes();
     }
@@ -268,12 +381,38 @@ private:
             counts_["released"] += r.released;
             counts_["release_failures"] += r.release_failures;
             counts_["connection_errors"] += r.connection_errors;
+            counts_["actions_executed"] += r.actions_executed;
         }
+        counts_["operator_replays"] += probe_.operator_replays();
+        counts_["instances_removed"] += instances_removed_;
         for (const auto& m : scenario_.work.messages)
             if (probe_.successes(m.key()) > 1) ++counts_["at_least_once_repeats"];
     }
 
     // ---- helpers ----
+
+    std::size_t runner_slot(std::size_t runner) const { return scenario_.work.consumers + runner; }
+    bool is_runner(std::size_t slot) const { return slot >= scenario_.work.consumers && slot < consumers_.size(); }
+    std::size_t housekeeper_slot(std::size_t runner) const { return consumers_.size() + runner; }
+    bool is_housekeeper(std::size_t slot) const { return slot >= consumers_.size() && slot < console_slot(); }
+    std::size_t console_slot() const { return consumers_.size() + housekeepers; }
+    /// An action waits for the job: a run did not get to it, or lost its connection before clearing it.
+    bool actions_pending() const {
+        if (!actions_pending_) actions_pending_ = !store_.instances_with_pending_actions(1).empty();
+        return *actions_pending_;
+    }
+    bool console_free() const { return !tasks_[console_slot()] && used_.requests < limits_.requests; }
+
+    /// How many requests an operator may make in the current state.
+    std::size_t request_count() const {
+        if (!request_count_) request_count_ = action_request_count(store_);
+        return *request_count_;
+    }
+    /// What the choosers ask is derived from the store once per state: a step changes the state.
+    void forget_derived_state() {
+        request_count_.reset();
+        actions_pending_.reset();
+    }
 
     /// Every open transaction of the task dies, as step_driver::lose_connection documents.
     void kill_connections(memory::step_driver::task_id task) { driver_.lose_connection(task); }
@@ -302,16 +441,16 @@ private:
         if (const auto* a = std::get_if<arrive>(&s)) return scenario_.work.messages[scenario_.work.deliveries[a->delivery].message].key();
         return std::visit([&](const auto& k) -> std::optional<claim_key> {
             if constexpr (requires { k.consumer; }) {
+                if (k.consumer >= consumers_.size()) return std::nullopt;
                 const auto& current = consumers_[k.consumer]->report.current;
-                if (tasks_[k.consumer] && current)
-                    return claim_key{std::string(current->find_header("message-type").value_or("")),
-                                     std::string(current->find_header("idempotence-id").value_or(""))};
+                if (tasks_[k.consumer] && current) return key_of(*current);
             }
             return std::nullopt;
         }, s);
     }
 
     std::string current_delivery(std::size_t consumer) const {
+        if (consumer >= consumers_.size()) return "";
         const auto& current = consumers_[consumer]->report.current;
         if (!current) return "";
         std::string text = " [" + std::string(current->find_header("message-type").value_or("")) + "/" +
@@ -326,6 +465,10 @@ private:
             const auto& d = scenario_.work.deliveries[a->delivery];
             const auto& m = scenario_.work.messages[d.message];
             return text + " " + m.type + "/" + m.id + " " + m.context + " -> c" + std::to_string(d.consumer);
+        }
+        if (const auto* r = std::get_if<request_action>(&s)) {
+            const auto request = action_requests(store_)[r->target];
+            return text + " " + request.action_name() + " " + request.target;
         }
         std::visit([&](const auto& k) {
             if constexpr (requires { k.consumer; })
@@ -350,16 +493,26 @@ private:
     run_options options_;
     violation_log log_;
     tally counts_;
-    memory::store store_;
+    Store store_;
     memory::error_sink sink_;
     clocks::manual_clock clock_;
     listener_probe probe_;
     unique_rows_check unique_rows_;
-    std::vector<std::unique_ptr<consumer<Claim>>> consumers_;
+    sink_index sunk_;
+    nothing_lost_check nothing_lost_;
+    removal_check removal_;
+    std::set<claim_key> removed_keys_;  // keys whose instance housekeeping removed
+    std::size_t instances_removed_ = 0;
+    operation_limits limits_;
+    operation_limits used_{0, 0, 0, 0};
+    mutable std::optional<std::size_t> request_count_;  // derived state, see forget_derived_state
+    mutable std::optional<bool> actions_pending_;
+    std::vector<std::unique_ptr<consumer<Claim, Store>>> consumers_;  // delivery consumers, then action runners
+    std::vector<housekeeper> housekeepers_;
     std::vector<bool> arrived_;    // by planned delivery
     std::vector<bool> delivered_;  // by logical message: at least one copy arrived
     std::set<std::size_t> resent_;
-    std::vector<std::optional<memory::step_driver::task_id>> tasks_;  // by consumer
+    std::vector<std::optional<memory::step_driver::task_id>> tasks_;  // by consumer, then housekeeper, then console
     std::vector<bool> blocked_;    // by consumer: its last step found it blocked
     std::vector<step> applied_;
     std::vector<std::string> trace_;

@@ -10,6 +10,7 @@
 #include "chooser.hpp"
 #include "declaration_gen.hpp"
 #include "listener_probe.hpp"
+#include "planted.hpp"
 #include "random.hpp"
 #include "scenario.hpp"
 #include "shrink.hpp"
@@ -46,6 +47,45 @@ struct probe_fixture {
 };
 
 bool never_durable(const claim_key&) { return false; }
+
+/// What a runner on slot 5 read: `action` on the message with `key` in "ctx", or an instance action.
+actions_by_context read_of(std::optional<instance_action> on_instance, const claim_key& key, std::optional<message_action> action) {
+    actions_read read;
+    read.on_instance = on_instance;
+    if (action) read.on_messages.emplace(key, *action);
+    return {{"ctx", read}};
+}
+
+constexpr std::size_t runner = 5;
+
+/// The first seed in [1, seeds] whose run on `Store` shows a violation of `kind`, with that run.
+template <class Store>
+std::optional<std::pair<std::uint64_t, run_result>> first_seed_showing(const std::string& kind, std::uint64_t seeds) {
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+        const scenario s = make_scenario(seed);
+        random_chooser chooser(s);
+        auto result = simulation<claim::insert_first, Store>(s, {}).run(chooser);
+        if (std::ranges::any_of(result.violations, [&](const violation& v) { return v.kind == kind; })) return std::pair{seed, std::move(result)};
+    }
+    return std::nullopt;
+}
+
+/// The planted defect shows as `kind` within `seeds` seeds, and still does after shrinking.
+template <planted_defect Defect>
+void expect_caught(const std::string& kind, std::uint64_t seeds) {
+    using store = planted_store<Defect>;
+    const auto found = first_seed_showing<store>(kind, seeds);
+    BOOST_TEST_REQUIRE(found.has_value(), kind << " not seen in " << seeds << " seeds");
+    BOOST_TEST_MESSAGE(kind << " first seen at seed " << found->first);
+    const scenario s = make_scenario(found->first);
+    const auto first = std::ranges::find(found->second.violations, kind, &violation::kind);
+    const shrunk_run small = shrinker<claim::insert_first, store>(s, kind, 100).shrink(found->second.steps, first->step);
+    BOOST_TEST(small.script.size() <= found->second.steps.size());
+    run_options options;
+    options.dropped = small.dropped;
+    const run_result again = replay<claim::insert_first, store>(s, small.script, options);
+    BOOST_TEST(std::ranges::any_of(again.violations, [&](const violation& v) { return v.kind == kind; }), "seed " << found->first);
+}
 
 }  // namespace
 
@@ -130,13 +170,79 @@ BOOST_AUTO_TEST_CASE(drawn_declarations_pass_the_library_validation) {
 }
 
 BOOST_AUTO_TEST_CASE(a_recorded_run_replays_exactly) {
-    for (std::uint64_t seed : {3u, 77u, 741u}) {
+    std::uint64_t operations = 0;
+    for (std::uint64_t seed : {3u, 77u, 741u, 18u, 182u}) {
         const scenario s = make_scenario(seed);
-        random_chooser drawn(scheduler_random(seed), s.fault_percent);
+        random_chooser drawn(s);
         const run_result first = simulation<claim::insert_first>(s, {}).run(drawn);
         const run_result again = replay<claim::insert_first>(s, first.steps, {});
         BOOST_TEST(again.steps.size() == first.steps.size(), "seed " << seed);
         BOOST_TEST((again.counts == first.counts), "seed " << seed);
         BOOST_TEST(again.violations.size() == first.violations.size(), "seed " << seed);
+        for (const char* name : {"action_runs", "housekeeping_runs", "time_jumps"})
+            if (auto it = first.counts.find(name); it != first.counts.end()) operations += it->second;
     }
+    BOOST_TEST(operations > 0u, "the replayed runs include operation steps");
+}
+
+// ---- operator actions and housekeeping ----
+
+BOOST_FIXTURE_TEST_CASE(a_consume_replays_out_of_order_but_what_follows_keeps_the_order, probe_fixture) {
+    probe.actions_read_by(runner, read_of(std::nullopt, t1, message_action::consume));
+    probe.enter(runner, t1, "ctx");  // CONSUME: whatever its condition
+    probe.leave(runner, true);
+    probe.enter(runner, {"T1", "m2"}, "ctx");  // not acted on: the release pass, T0 has not succeeded
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"listener_out_of_order"});
+    BOOST_TEST(probe.operator_replays() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_consume_all_replays_every_message_of_the_instance, probe_fixture) {
+    probe.actions_read_by(runner, read_of(instance_action::consume_all, t0, message_action::expire));
+    probe.enter(runner, t1, "ctx");
+    probe.leave(runner, true);
+    BOOST_TEST(log.empty());
+    BOOST_TEST(!probe.expire_target(t0), "CONSUME_ALL replays the message an EXPIRE was requested on");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_listener_of_an_expired_message_is_a_violation, probe_fixture) {
+    probe.actions_read_by(runner, read_of(std::nullopt, t0, message_action::expire));
+    probe.enter(runner, t0, "ctx");
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"listener_of_expired"});
+    BOOST_TEST(probe.expire_target(t0));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_listener_started_by_close_is_a_violation, probe_fixture) {
+    probe.actions_read_by(runner, read_of(instance_action::close, t0, message_action::consume));
+    probe.enter(runner, t0, "ctx");
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"listener_despite_close"});
+}
+
+BOOST_FIXTURE_TEST_CASE(an_expired_predecessor_counts_once_its_row_is_processed, probe_fixture) {
+    bool processed = false;
+    probe.ask_processed([&](const claim_key& key) { return key == t0 && processed; });
+    probe.actions_read_by(runner, read_of(std::nullopt, t0, message_action::expire));
+    probe.enter(0, t1, "ctx");  // the EXPIRE has not taken effect
+    probe.leave(0, true);
+    processed = true;
+    probe.enter(0, {"T1", "m2"}, "ctx");
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"listener_out_of_order"});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_removed_instance_starts_over, probe_fixture) {
+    probe.enter(0, t0, "ctx");
+    probe.leave(0, true);
+    probe.instance_removed("ctx", {t0});
+    BOOST_TEST(probe.successes(t0) == 0u);
+    BOOST_TEST(probe.ever_succeeded(t0));
+    probe.enter(0, t1, "ctx");  // T0 succeeded in the removed instance only
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"listener_out_of_order"});
+}
+
+BOOST_AUTO_TEST_CASE(a_removal_that_drops_waiting_messages_is_caught) {
+    expect_caught<planted_defect::removal_drops_waiting>("removed_without_forwarding", 200);
+    expect_caught<planted_defect::removal_drops_waiting>("lost", 200);
+}
+
+BOOST_AUTO_TEST_CASE(an_action_job_that_replays_an_expired_message_is_caught) {
+    expect_caught<planted_defect::expire_replays>("listener_of_expired", 200);
 }

@@ -55,7 +55,7 @@ public:
         auto t = std::make_unique<task>();
         t->name = std::move(name);
         t->state.mutex = &mutex_;
-        t->state.cv = &cv_;
+        t->state.stopped = &cv_;
         task* raw = t.get();
         tasks_.push_back(std::move(t));
         raw->thread = std::thread([raw, body = std::move(body)] {
@@ -68,7 +68,7 @@ public:
             detail::current_task = nullptr;
             std::lock_guard lock(*raw->state.mutex);
             raw->state.run = detail::task_run::done;
-            raw->state.cv->notify_all();
+            raw->state.stopped->notify_all();
         });
         wait_until_stopped(*raw);
         return tasks_.size() - 1;
@@ -81,7 +81,7 @@ public:
             std::unique_lock lock(mutex_);
             if (t.state.run == detail::task_run::done) return status_locked(t);
             t.state.go = true;
-            cv_.notify_all();
+            t.state.resume.notify_one();
         }
         wait_until_stopped(t);
         return status(id);
@@ -116,6 +116,9 @@ public:
     void lose_connection(task_id id) { store_->lose_connections_of(&at(id).state); }
     /// Only the connection of the task's oldest open transaction (its claim transaction) dies.
     void lose_claim_connection(task_id id) { store_->lose_first_connection_of(&at(id).state); }
+
+    /// The instances the task's open transactions lock.
+    std::vector<instance_id> locked_instances(task_id id) const { return store_->instances_locked_by(&at(id).state); }
 
     task_status status(task_id id) const {
         std::lock_guard lock(mutex_);

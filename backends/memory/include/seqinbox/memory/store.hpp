@@ -233,6 +233,16 @@ public:
         cv_.notify_all();
     }
 
+    /// The instances locked by the open transactions `task` began (inspection, for tests that
+    /// drive tasks: which instance an action runner is acting on).
+    std::vector<instance_id> instances_locked_by(const detail::task_state* task) const {
+        std::lock_guard lock(mutex_);
+        std::vector<instance_id> ids;
+        for (const auto* tx : open_)
+            if (tx->owner == task) ids.insert(ids.end(), tx->locks.instances.begin(), tx->locks.instances.end());
+        return ids;
+    }
+
     /// Like lose_connections_of, for the task's oldest open transaction only (its claim
     /// transaction): a REQUIRES_NEW step in flight lives on, as when one backend is terminated.
     void lose_first_connection_of(const detail::task_state* task) {
@@ -428,12 +438,14 @@ private:
         return tx.writes.messages.back().id;
     }
 
-    /// Changes the state of row `id` (and its payload when `payload` has one) as an UPDATE does.
+    /// Changes the state of row `id` (and its payload when `payload` has one) as an UPDATE does:
+    /// a row deleted meanwhile (housekeeping removed its instance while a state step ran beside
+    /// a claim transaction that had lost its connection) is left alone, as PostgreSQL does.
     void update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
                     std::optional<envelope> payload = std::nullopt) {
         wait_while(lock, &tx, "message.update", [&] { return held_by_other(message_locks_, id, tx); });
         auto row = visible_message(tx, id);
-        if (!row) throw error(error_category::internal, "sequenced message " + std::to_string(id) + " does not exist");
+        if (!row) return;
         if (message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
         row->state = state;
         row->state_changed_at = now;
@@ -881,9 +893,10 @@ inline void store::erase_instance(std::unordered_map<instance_id, instance_row>:
             }
         row = detail::stored_message{};
     }
+    // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
     for (const auto& key : it->second.claims)
         if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
-            claims_.erase(c);
+            c->second.committed.reset();
     instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
     instances_.erase(it);
     cv_.notify_all();

@@ -12,7 +12,8 @@ enum class task_run { running, parked, blocked, done };
 
 struct task_state {
     std::mutex* mutex = nullptr;  // the driver's; guards every field below
-    std::condition_variable* cv = nullptr;
+    std::condition_variable* stopped = nullptr;  // the driver's, which only the driver waits on
+    std::condition_variable resume;  // this task's own, so that a step wakes only the task it moves
     task_run run = task_run::running;
     bool go = false;
     std::string_view label = "start";
@@ -27,8 +28,8 @@ inline void park(task_run how, std::string_view label) {
     std::unique_lock lock(*task->mutex);
     task->run = how;
     task->label = label;
-    task->cv->notify_all();
-    task->cv->wait(lock, [task] { return task->go; });
+    task->stopped->notify_all();
+    task->resume.wait(lock, [task] { return task->go; });
     task->go = false;
     task->run = task_run::running;
 }
