@@ -40,10 +40,6 @@ struct housekeep_call {
     housekeeping_options housekeeping;
 };
 
-void require(bool given, std::string_view option) {
-    if (!given) throw usage_error("seqinbox housekeep: option '" + std::string(option) + "' is required");
-}
-
 std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
     housekeep_call call;
     for (option_reader r(args, "housekeep"); r.next();) {
@@ -59,10 +55,10 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
         else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping))
             r.unknown();
     }
-    require(call.once, "--once");
-    require(!call.conninfo.empty(), "--postgres");
-    require(!call.bootstrap_servers.empty(), "--bootstrap-servers");
-    require(!call.dead_letter_topic.empty(), "--dead-letter-topic");
+    require_option("housekeep", call.once, "--once");
+    require_option("housekeep", !call.conninfo.empty(), "--postgres");
+    require_option("housekeep", !call.bootstrap_servers.empty(), "--bootstrap-servers");
+    require_option("housekeep", !call.dead_letter_topic.empty(), "--dead-letter-topic");
     return call;
 }
 

@@ -51,7 +51,7 @@ int migrate_command(std::span<const std::string_view> args) {
         else if (auto t = r.value("--target")) options.target_version = static_cast<int>(r.number("--target", *t, 0, latest));
         else r.unknown();
     }
-    if (!conninfo) throw usage_error("seqinbox migrate: option '--postgres' is required");
+    require_option("migrate", conninfo.has_value(), "--postgres");
     try {
         const auto report = postgresql::migrate(*conninfo, options);
         std::cout << "applied: " << versions(report.applied) << '\n'

@@ -49,7 +49,7 @@ std::optional<invocation> parse(std::span<const std::string_view> args, std::str
         else r.unknown();
     }
     const std::string name(command);
-    if (!call.conninfo) throw usage_error("seqinbox " + name + ": option '--postgres' is required");
+    require_option(command, call.conninfo.has_value(), "--postgres");
     if (call.positional.size() < positional) throw usage_error("seqinbox " + name + ": missing argument; see seqinbox " + name + " --help");
     return call;
 }

@@ -103,6 +103,12 @@ private:
     std::size_t index_ = 0;
 };
 
+/// Throws the usage error of `command` for the required `option` when it was not `given`.
+inline void require_option(std::string_view command, bool given, std::string_view option) {
+    if (!given)
+        throw usage_error("seqinbox " + std::string(command) + ": option '" + std::string(option) + "' is required");
+}
+
 /// Sets `entry.first` to `entry.second` in `map` (a later option wins over an earlier one).
 inline void assign(std::map<std::string, std::string>& map, std::pair<std::string, std::string> entry) {
     map.insert_or_assign(std::move(entry.first), std::move(entry.second));

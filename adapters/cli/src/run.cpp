@@ -53,7 +53,8 @@ constexpr std::string_view exit_text =
 
 struct run_call {
     relay::relay_options options;
-    std::string bootstrap_servers, group_id = "seqinbox-relay";
+    std::string bootstrap_servers;
+    std::optional<std::string> group_id;  ///< unset: the relay's default
     kafka::properties consumer;
     std::map<std::string, std::string> other_clusters;  ///< name -> bootstrap servers
 };
@@ -90,16 +91,12 @@ bool read_relay_flag(option_reader& r, run_call& call) {
     return true;
 }
 
-void require(bool given, std::string_view option) {
-    if (!given) throw usage_error("seqinbox run: option '" + std::string(option) + "' is required");
-}
-
 /// The consumer configuration of every cluster: the default one and the named ones.
 std::vector<kafka::cluster_config> clusters_of(const run_call& call) {
     auto consumer_for = [&](const std::string& servers) {
         auto props = call.consumer;
         props.insert_or_assign("bootstrap.servers", servers);
-        props.try_emplace("group.id", call.group_id);
+        if (call.group_id) props.insert_or_assign("group.id", *call.group_id);
         return props;
     };
     std::vector<kafka::cluster_config> clusters{{"", consumer_for(call.bootstrap_servers)}};
@@ -118,10 +115,10 @@ std::optional<relay::relay_options> parse(std::span<const std::string_view> args
             !read_housekeeping_flag(r, call.options.housekeeping))
             r.unknown();
     }
-    require(!call.options.declarations.empty(), "--declarations");
-    require(!call.options.conninfo.empty(), "--postgres");
-    require(!call.bootstrap_servers.empty(), "--bootstrap-servers");
-    require(!call.options.dead_letter_topic.empty(), "--dead-letter-topic");
+    require_option("run", !call.options.declarations.empty(), "--declarations");
+    require_option("run", !call.options.conninfo.empty(), "--postgres");
+    require_option("run", !call.bootstrap_servers.empty(), "--bootstrap-servers");
+    require_option("run", !call.options.dead_letter_topic.empty(), "--dead-letter-topic");
     call.options.clusters = clusters_of(call);
     return std::move(call.options);
 }
