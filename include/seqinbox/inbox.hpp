@@ -267,14 +267,11 @@ private:
 
     /// Steps 3 to 7 of SPEC §2.
     delivery_result sequence(delivery& d) {
-        const auto& seq = *d.type->sequence;
         const timestamp now = clock_.now();
-        const sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
-
-        transaction t1 = store_->begin();
+        auto [instance, t1, claimed] = acquire_claim(d, now);
         const claim_key key = d.key();
-        if (Claim::acquire(t1, key, instance.id, now) == claim_outcome::already_claimed) {
+        if (claimed == claim_outcome::already_claimed) {
             t1.commit();
             return skipped(d, result, "already claimed");
         }
@@ -289,7 +286,7 @@ private:
         }
 
         locked_instance locked = lock(t1, instance.id);
-        if (!recording(seq, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
+        if (!recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
             buffer(t1, instance.id, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
@@ -314,6 +311,30 @@ private:
         after_processed(t1, instance.id, d, locked, d.type->qualified, result);
         t1.commit();
         return result;
+    }
+
+    struct claim_attempt {
+        sequence_instance instance;
+        transaction t1;
+        claim_outcome outcome;
+    };
+
+    /// Step 3: the instance, and the claim in a new T1. A store may answer create_or_get_instance
+    /// from a cache; should that instance have been removed since, the claim fails with SQLSTATE
+    /// 23503 and the store forgets it, so one more attempt reads it afresh.
+    claim_attempt acquire_claim(const delivery& d, timestamp now) {
+        const auto& seq = *d.type->sequence;
+        for (int attempt = 1;; ++attempt) {
+            sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
+            transaction t1 = store_->begin();
+            try {
+                const claim_outcome outcome = Claim::acquire(t1, d.key(), instance.id, now);
+                return {std::move(instance), std::move(t1), outcome};
+            } catch (const error& e) {
+                if (attempt > 1 || e.category() != error_category::retryable || e.sqlstate() != "23503") throw;
+                log(log_level::info, [&] { return "instance " + std::to_string(instance.id) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
+            }
+        }
     }
 
     static bool recording(const sequence_declaration<message_type>& seq, timestamp now) {

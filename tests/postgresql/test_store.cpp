@@ -1,10 +1,12 @@
 // seqinbox::postgresql::store below the engine: session settings, the pool (exhaustion, lost
-// connections replaced), deferred writes and what commit() reports, savepoints, and the round
-// trips of a steady-state delivery.
+// connections replaced), deferred writes and what commit() reports, savepoints, the round trips
+// of a steady-state delivery, and the instance cache (eviction, instances removed meanwhile).
 #define BOOST_TEST_MODULE seqinbox postgresql store
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <span>
+#include <string>
 #include <thread>
 
 #include "pg_test_support.hpp"
@@ -236,30 +238,138 @@ BOOST_AUTO_TEST_CASE(rollback_to_a_savepoint_drops_later_writes_sent_or_not) {
     BOOST_TEST(rows("idempotence_id IN ('sent', 'pending')") == 0);
 }
 
-BOOST_AUTO_TEST_CASE(a_direct_delivery_costs_four_round_trips_closing_included) {
-    pg::store store(options());
+/// An inbox on `store` with a listener for every declared type.
+struct order_inbox {
+    explicit order_inbox(pg::store& store)
+        : inbox(store, source, sink, si::testing::order_declarations(), si::decode::header_decoder{}, si::clocks::system_clock{}) {
+        for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
+    }
+
+    std::string deliver(const std::string& type, const std::string& id, const std::string& context_id) {
+        return std::string(to_string(inbox.deliver(si::testing::record(type, id, context_id)).outcome));
+    }
+
     si::memory::source source;
     si::memory::error_sink sink;
-    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(
-        store, source, sink, si::testing::order_declarations(), si::decode::header_decoder{}, si::clocks::system_clock{});
-    for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
-    BOOST_TEST(to_string(inbox.deliver(si::testing::record("OrderCreated", "warm", "o-0")).outcome) == "processed");
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox;
+};
 
-    const auto before = round_trips(store);
-    BOOST_TEST(to_string(inbox.deliver(si::testing::record("OrderCreated", "c1", "o-1")).outcome) == "processed");
-    // create-or-get instance; BEGIN, claim, find, lock and types; PROCESSED (alone); COMMIT
+BOOST_AUTO_TEST_CASE(a_direct_delivery_costs_three_round_trips_on_a_known_instance_closing_included) {
+    pg::store store(options());
+    order_inbox orders(store);
+    BOOST_TEST(orders.deliver("OrderCreated", "warm", "o-0") == "processed");
+
+    auto before = round_trips(store);
+    BOOST_TEST(orders.deliver("OrderCreated", "c1", "o-1") == "processed");
+    // create-or-get instance (a new context); BEGIN, claim, find, lock and types; PROCESSED (alone); COMMIT
     BOOST_TEST(round_trips(store) - before == 4u);
+
+    before = round_trips(store);
+    BOOST_TEST(orders.deliver("OrderValidated", "v1", "o-1") == "processed");
+    BOOST_TEST(round_trips(store) - before == 3u);  // the instance id came from the cache
 
     // The last type of an instance also closes it: the UPDATE travels with COMMIT.
     std::size_t last = 0;
-    for (const auto& type : {"OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"}) {
+    for (const auto& type : {"OrderPrepared", "OrderExpedited", "OrderShipped"}) {
         last = round_trips(store);
-        BOOST_TEST(to_string(inbox.deliver(si::testing::record(type, std::string(type) + "-1", "o-1")).outcome) == "processed");
+        BOOST_TEST(orders.deliver(type, std::string(type) + "-1", "o-1") == "processed");
     }
-    BOOST_TEST(round_trips(store) - last == 4u);
+    BOOST_TEST(round_trips(store) - last == 3u);
     BOOST_TEST(rows("state = 'PROCESSED'") == 6);
     soci::session s(soci::postgresql, conninfo);
     BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance WHERE state = 'CLOSED' AND closed_at IS NOT NULL") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(create_or_get_answers_a_known_instance_without_a_round_trip) {
+    pg::store store(options());
+    const auto first = instance(store, "o-1");
+    const auto before = round_trips(store);
+    const auto again = instance(store, "o-1");
+    BOOST_TEST(round_trips(store) - before == 0u);
+    BOOST_TEST(again.id == first.id);
+    BOOST_TEST(again.context_id == "o-1");
+    BOOST_TEST(instance(store, "o-2").id != first.id);
+    BOOST_TEST(round_trips(store) - before == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_cache_of_size_zero_reads_every_time) {
+    auto o = options();
+    o.instance_cache_size = 0;
+    pg::store store(o);
+    const auto first = instance(store, "o-1");
+    const auto before = round_trips(store);
+    BOOST_TEST(instance(store, "o-1").id == first.id);
+    BOOST_TEST(round_trips(store) - before == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_least_recently_used_instance_leaves_a_full_cache) {
+    auto o = options();
+    o.instance_cache_size = 2;
+    pg::store store(o);
+    instance(store, "o-1");
+    instance(store, "o-2");
+    instance(store, "o-1");  // o-2 is now the least recently used
+    instance(store, "o-3");
+    auto before = round_trips(store);
+    instance(store, "o-1");
+    instance(store, "o-3");
+    BOOST_TEST(round_trips(store) - before == 0u);
+    before = round_trips(store);
+    instance(store, "o-2");
+    BOOST_TEST(round_trips(store) - before == 1u);
+}
+
+namespace {
+
+/// Removes the instance (sequence OrderSequence, `context_id`) the way another process's
+/// housekeeping would: through a store of its own.
+void remove_elsewhere(const store_fixture& f, const std::string& context_id) {
+    pg::store other(f.options(2));
+    const auto doomed = f.instance(other, context_id);
+    BOOST_TEST_REQUIRE(other.remove_instance(doomed.id, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_claim_on_an_instance_removed_elsewhere_is_retryable_and_forgets_it) {
+    pg::store store(options());
+    const auto cached = instance(store, "o-1");
+    remove_elsewhere(*this, "o-1");
+    auto tx = store.begin();
+    try {
+        tx.insert_claim({"OrderCreated", "m-1"}, cached.id, {});
+        BOOST_FAIL("a claim on a removed instance succeeded");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "retryable");
+        BOOST_TEST(e.sqlstate() == "23503");
+        BOOST_TEST(std::string(e.what()).find("sequence instance " + std::to_string(cached.id) + " no longer exists") != std::string::npos, e.what());
+    }
+    tx.rollback();
+    const auto fresh = instance(store, "o-1");
+    BOOST_TEST(fresh.id != cached.id);
+    auto retry = store.begin();
+    BOOST_TEST(retry.insert_claim({"OrderCreated", "m-1"}, fresh.id, {}));
+    retry.commit();
+}
+
+BOOST_AUTO_TEST_CASE(a_delivery_to_an_instance_removed_elsewhere_claims_again_in_a_new_one) {
+    pg::store store(options());
+    order_inbox orders(store);
+    BOOST_TEST(orders.deliver("OrderCreated", "c1", "o-1") == "processed");
+    remove_elsewhere(*this, "o-1");
+    BOOST_TEST(orders.deliver("OrderValidated", "v1", "o-1") == "buffered");  // a new instance: OrderCreated is gone with the old
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance WHERE context_id = 'o-1'") == 1);
+    BOOST_TEST(rows("idempotence_id = 'v1' AND state = 'WAITING'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(housekeeping_in_this_store_forgets_the_removed_instance) {
+    pg::store store(options());
+    const auto removed = instance(store, "o-1");
+    BOOST_TEST_REQUIRE(store.remove_instance(removed.id, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+    const auto before = round_trips(store);
+    BOOST_TEST(instance(store, "o-1").id != removed.id);
+    BOOST_TEST(round_trips(store) - before == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -82,7 +82,7 @@ void lease::release() noexcept {
     pool_.reset();
 }
 
-pool::pool(store_options options) : options_(std::move(options)) {
+pool::pool(store_options options) : options_(std::move(options)), instances_(options_.instance_cache_size) {
     if (options_.pool_size == 0) throw error(error_category::misuse, "seqinbox::postgresql::store_options::pool_size must be at least 1");
     if (options_.conninfo.empty()) throw error(error_category::misuse, "seqinbox::postgresql::store_options::conninfo is empty");
 }

@@ -17,6 +17,7 @@
 #include <soci/soci.h>
 
 #include "seqinbox/postgresql/store.hpp"
+#include "instance_cache.hpp"
 #include "pipeline.hpp"
 #include "statements.hpp"
 
@@ -110,10 +111,13 @@ public:
 
     const store_options& options() const noexcept { return options_; }
     counters& counts() noexcept { return counts_; }
+    /// The store's instances by (sequence, context id), shared by its transactions.
+    instance_cache& instances() noexcept { return instances_; }
 
 private:
     const store_options options_;
     counters counts_;
+    instance_cache instances_;
     std::mutex mutex_;
     std::condition_variable available_;
     std::vector<std::unique_ptr<connection>> idle_;

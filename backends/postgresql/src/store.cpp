@@ -22,6 +22,9 @@ namespace {
 using detail::from_microseconds;
 using detail::to_microseconds;
 
+/// SQLSTATE of a claim whose sequence instance no longer exists.
+constexpr std::string_view foreign_key_violation = "23503";
+
 /// The engine rejects such values before they reach a store; this guards direct callers.
 void require_key(std::string_view what, std::string_view value) {
     if (auto problem = key_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
@@ -342,6 +345,10 @@ private:
 
     const std::string& conninfo() const { return pool_->options().conninfo; }
 
+public:
+    detail::instance_cache& instances() noexcept { return pool_->instances(); }
+
+private:
     void begin_if_needed() {
         if (begun_) return;
         guarded("starting a transaction", [](detail::connection& c) { c.session().begin(); });
@@ -447,12 +454,20 @@ bool store::transaction::insert_claim(const claim_key& key, instance_id instance
     auto& state = checked(impl_);
     const std::string id = std::to_string(instance);
     std::size_t claim = 0, rows = 0, lock = 0, types = 0;
-    const auto answers = state.batch("claiming a message", [&](detail::pipeline& batch) {
-        claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(now)});
-        rows = queue_find(batch, key);
-        lock = batch.statement(detail::instance_lock_if_claimed_sql(), {id, key.type, key.idempotence_id});
-        types = batch.statement(detail::message_types_sql(), {id});
-    });
+    std::vector<detail::result> answers;
+    try {
+        answers = state.batch("claiming a message", [&](detail::pipeline& batch) {
+            claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(now)});
+            rows = queue_find(batch, key);
+            lock = batch.statement(detail::instance_lock_if_claimed_sql(), {id, key.type, key.idempotence_id});
+            types = batch.statement(detail::message_types_sql(), {id});
+        });
+    } catch (const error& e) {
+        if (e.sqlstate() != foreign_key_violation) throw;
+        state.instances().forget(instance);
+        throw error(error_category::retryable, "sequence instance " + id + " no longer exists (removed meanwhile); retry the delivery",
+                    e.sqlstate());
+    }
     state.read_ahead(key, found_rows(answers[rows], key));
     if (answers[lock].rows() == 1) state.read_ahead(instance_row(answers[lock]), types_of(answers[types]));
     return answers[claim].affected() == 1;
@@ -642,6 +657,8 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
                                                 timestamp created_at, timestamp retain_until) {
     require_key("sequence name", sequence);
     require_key("context id", context_id);
+    auto& cache = pool_->instances();
+    if (auto known = cache.find(sequence, context_id)) return std::move(*known);
     transaction::impl autocommit(pool_, pool_->acquire());
     // A row committed by a concurrent insert after this statement's snapshot is invisible to it:
     // the next attempt sees it.
@@ -655,7 +672,10 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
             if (!s.st.execute(true)) return std::nullopt;
             return to_instance(s.row);
         });
-        if (found) return *found;
+        if (found) {
+            cache.remember(*found);
+            return std::move(*found);
+        }
     }
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
 }
@@ -842,6 +862,7 @@ bool store::remove_instance(instance_id id, const forward_waiting& forward) {
     forward(*instance, tx.waiting_messages(id, waiting_types));
     state.read("removing an instance", [&](detail::connection& c) { c.session() << "DELETE FROM sequence_instance WHERE id = :id", soci::use(id); });
     tx.commit();
+    pool_->instances().forget(id);
     return true;
 }
 

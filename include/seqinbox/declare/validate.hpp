@@ -84,7 +84,13 @@ declarations_shape shape_of(const declarations<Message>& decls) {
 
 // ---- text helpers ----
 
-inline std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Appends rather than `"'" + std::string(s)`, which GCC 12 at -O3 flags with a false -Wrestrict.
+inline std::string quote(std::string_view s) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out.append(1, '\'').append(s).append(1, '\'');
+    return out;
+}
 
 /// `'a', 'b', 'c'`, or `none` for an empty list.
 inline std::string quoted_list(const std::vector<std::string>& names) {

@@ -9,6 +9,7 @@
 //    while another open transaction holds an uncommitted insert or delete of the same key; when
 //    it returns true, a store may already hold the lock of `instance` (taken after the claim, as
 //    lock_instance would): after a won claim the engine locks that instance next on every path;
+//    when `instance` no longer exists it throws seqinbox::error(retryable) with SQLSTATE 23503;
 //  - lock_instance is SELECT ... FOR NO KEY UPDATE: it waits while another transaction holds it
 //    and keeps the lock until commit or rollback; it does not block row inserts of other
 //    transactions that reference the instance (FK key-share locks);
@@ -78,7 +79,10 @@ concept store = requires(S& s, const std::string& name, timestamp t, const messa
     /// REQUIRES_NEW state step; a store may do it in one round trip).
     { s.store_message(row) } -> std::same_as<stored_as>;
     /// Atomically creates the OPEN instance (name, context id) or returns the existing one;
-    /// concurrent calls yield one row and never fail because of each other.
+    /// concurrent calls yield one row and never fail because of each other. A store may answer
+    /// from what it read before: the id may then belong to an instance removed meanwhile (the
+    /// claim on it fails with SQLSTATE 23503 and the engine asks once more), and the other fields
+    /// may be stale.
     { s.create_or_get_instance(name, name, t, t) } -> std::same_as<sequence_instance>;
 };
 

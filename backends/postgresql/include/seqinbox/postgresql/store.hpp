@@ -55,6 +55,9 @@ struct store_options {
     std::chrono::seconds idle_in_transaction_timeout{600};
     /// lock_timeout of every connection (claim and instance-lock waits); 0 waits without limit.
     std::chrono::milliseconds lock_timeout{0};
+    /// Sequence instances whose rows create_or_get_instance remembers, so that a delivery to a
+    /// context seen before skips a round trip; 0 remembers none.
+    std::size_t instance_cache_size = 10'000;
 };
 
 /// Counters of one store, for benchmarks and operators.
@@ -86,6 +89,8 @@ public:
     /// Leases a connection and starts a READ COMMITTED transaction on it.
     transaction begin();
 
+    /// Answers from the instance cache when it can (the row as it was read then: only its id is
+    /// sure to be current, until the instance is removed; see insert_claim).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
 
@@ -141,6 +146,8 @@ public:
     transaction& operator=(const transaction&) = delete;
     ~transaction();
 
+    /// Throws seqinbox::error(retryable, SQLSTATE 23503) when `instance` no longer exists, and
+    /// drops it from the instance cache.
     bool insert_claim(const claim_key& key, instance_id instance, timestamp now);
     void delete_claim(const claim_key& key);
     /// Every row with the key, by id, without payloads (the engine reads ids and states).
