@@ -352,6 +352,17 @@ BOOST_AUTO_TEST_CASE(a_claim_on_an_instance_removed_elsewhere_is_retryable_and_f
     retry.commit();
 }
 
+BOOST_AUTO_TEST_CASE(locking_an_instance_removed_elsewhere_forgets_it) {
+    pg::store store(options());
+    const auto cached = instance(store, "o-1");
+    remove_elsewhere(*this, "o-1");
+    {
+        auto tx = store.begin();
+        BOOST_CHECK_THROW(tx.lock_instance(cached.id), si::error);
+    }
+    BOOST_TEST(instance(store, "o-1").id != cached.id);
+}
+
 BOOST_AUTO_TEST_CASE(a_delivery_to_an_instance_removed_elsewhere_claims_again_in_a_new_one) {
     pg::store store(options());
     order_inbox orders(store);

@@ -498,9 +498,11 @@ sequence_instance store::transaction::lock_instance(instance_id instance) {
         lock = batch.statement(detail::instance_lock_sql(), {id});
         types = batch.statement(detail::message_types_sql(), {id});
     });
-    if (answers[lock].rows() == 0)
+    if (answers[lock].rows() == 0) {
+        state.instances().forget(instance);
         throw error(error_category::retryable,
                     "sequence instance " + id + " no longer exists (removed meanwhile); retry the delivery");
+    }
     state.read_ahead(instance, types_of(answers[types]));
     return instance_row(answers[lock]);
 }
