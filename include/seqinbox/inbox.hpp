@@ -331,7 +331,7 @@ private:
                 const claim_outcome outcome = Claim::acquire(t1, d.key(), instance.id, now);
                 return {std::move(instance), std::move(t1), outcome};
             } catch (const error& e) {
-                if (attempt > 1 || e.category() != error_category::retryable || e.sqlstate() != "23503") throw;
+                if (attempt > 1 || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
                 log(log_level::info, [&] { return "instance " + std::to_string(instance.id) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
             }
         }

@@ -31,22 +31,18 @@ public:
     void remember(const sequence_instance& instance) {
         if (capacity_ == 0) return;
         const std::lock_guard lock(mutex_);
+        std::string key = key_of(instance);
         forget_locked(instance.id);
-        if (const auto it = by_key_.find(key_of(instance)); it != by_key_.end()) forget_locked(it->second->id);
+        if (const auto it = by_key_.find(key); it != by_key_.end()) forget_locked(it->second->id);
         if (used_.size() == capacity_) forget_locked(used_.back().id);
         used_.push_front(instance);
-        by_key_.emplace(key_of(instance), used_.begin());
+        by_key_.emplace(std::move(key), used_.begin());
         by_id_.emplace(instance.id, used_.begin());
     }
 
     void forget(instance_id id) {
         const std::lock_guard lock(mutex_);
         forget_locked(id);
-    }
-
-    std::size_t size() const {
-        const std::lock_guard lock(mutex_);
-        return used_.size();
     }
 
 private:
@@ -67,7 +63,7 @@ private:
     }
 
     const std::size_t capacity_;
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     entries used_;  ///< most recently used first
     std::unordered_map<std::string, entries::iterator> by_key_;
     std::unordered_map<instance_id, entries::iterator> by_id_;

@@ -22,9 +22,6 @@ namespace {
 using detail::from_microseconds;
 using detail::to_microseconds;
 
-/// SQLSTATE of a claim whose sequence instance no longer exists.
-constexpr std::string_view foreign_key_violation = "23503";
-
 /// The engine rejects such values before they reach a store; this guards direct callers.
 void require_key(std::string_view what, std::string_view value) {
     if (auto problem = key_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
@@ -217,6 +214,14 @@ public:
 
     bool active() const noexcept { return !ended_ && operator->()->connected(); }
 
+    /// Drops `instance` from the store's instance cache and says it is gone: a retryable error.
+    [[noreturn]] void instance_removed(instance_id instance, std::string sqlstate = {}) {
+        pool_->instances().forget(instance);
+        throw error(error_category::retryable,
+                    "sequence instance " + std::to_string(instance) + " no longer exists (removed meanwhile); retry the delivery",
+                    std::move(sqlstate));
+    }
+
     /// Runs `op` on the connection as one round trip; a SOCI failure becomes seqinbox::error and
     /// ends the transaction when the connection is lost, aborts it otherwise.
     template <class Op>
@@ -345,10 +350,6 @@ private:
 
     const std::string& conninfo() const { return pool_->options().conninfo; }
 
-public:
-    detail::instance_cache& instances() noexcept { return pool_->instances(); }
-
-private:
     void begin_if_needed() {
         if (begun_) return;
         guarded("starting a transaction", [](detail::connection& c) { c.session().begin(); });
@@ -463,10 +464,8 @@ bool store::transaction::insert_claim(const claim_key& key, instance_id instance
             types = batch.statement(detail::message_types_sql(), {id});
         });
     } catch (const error& e) {
-        if (e.sqlstate() != foreign_key_violation) throw;
-        state.instances().forget(instance);
-        throw error(error_category::retryable, "sequence instance " + id + " no longer exists (removed meanwhile); retry the delivery",
-                    e.sqlstate());
+        if (e.sqlstate() != instance_removed_sqlstate) throw;
+        state.instance_removed(instance, e.sqlstate());
     }
     state.read_ahead(key, found_rows(answers[rows], key));
     if (answers[lock].rows() == 1) state.read_ahead(instance_row(answers[lock]), types_of(answers[types]));
@@ -498,11 +497,7 @@ sequence_instance store::transaction::lock_instance(instance_id instance) {
         lock = batch.statement(detail::instance_lock_sql(), {id});
         types = batch.statement(detail::message_types_sql(), {id});
     });
-    if (answers[lock].rows() == 0) {
-        state.instances().forget(instance);
-        throw error(error_category::retryable,
-                    "sequence instance " + id + " no longer exists (removed meanwhile); retry the delivery");
-    }
+    if (answers[lock].rows() == 0) state.instance_removed(instance);
     state.read_ahead(instance, types_of(answers[types]));
     return instance_row(answers[lock]);
 }

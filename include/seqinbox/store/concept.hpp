@@ -22,11 +22,15 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox {
+
+/// SQLSTATE (foreign_key_violation) of insert_claim on an instance that no longer exists.
+inline constexpr std::string_view instance_removed_sqlstate = "23503";
 
 template <class T>
 concept store_transaction =

@@ -351,7 +351,7 @@ private:
         if (!instances_.contains(id))
             throw error(error_category::retryable,
                         "sequence instance " + std::to_string(id) + " no longer exists (removed by housekeeping?)",
-                        "23503");
+                        std::string(instance_removed_sqlstate));
     }
 
     // ---- visibility: committed rows overlaid with the transaction's own writes ----
