@@ -109,12 +109,9 @@ http_response text(int status, std::string body) { return {status, "text/plain; 
 
 http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_handler> routes)
     : routes_(std::move(routes)), listener_(listen_on_loopback(port)), port_(bound_port(listener_)) {
-    try {
-        thread_ = std::thread([this] { serve(); });
-    } catch (...) {  // no destructor runs for a half-built object: the socket is ours to close
-        ::close(listener_);
-        throw;
-    }
+    socket_guard until_serving(listener_);  // no destructor runs for a half-built object
+    thread_ = std::thread([this] { serve(); });
+    until_serving.release();
 }
 
 http_endpoint::~http_endpoint() {
