@@ -33,15 +33,9 @@ long long result::affected() const {
     return *text == '\0' ? 0 : parse_number(text);
 }
 
-std::size_t pipeline::command(const char* sql) {
-    queued_.push_back({nullptr, sql, nullptr, {}});
-    answers_.push_back(queued_.size() - 1);
-    return answers_.size() - 1;
-}
-
 std::size_t pipeline::statement(const named_sql& s, std::vector<std::string> params) {
-    if (!prepared_->contains(s.name) && preparing_.insert(s.name).second) queued_.push_back({&s, nullptr, nullptr, {}});
-    queued_.push_back({nullptr, nullptr, &s, std::move(params)});
+    if (!prepared_->contains(s.name) && preparing_.insert(s.name).second) queued_.push_back({&s, nullptr, {}});
+    queued_.push_back({nullptr, &s, std::move(params)});
     answers_.push_back(queued_.size() - 1);
     return answers_.size() - 1;
 }
@@ -50,8 +44,6 @@ void pipeline::send(const queued& q) {
     int sent = 0;
     if (q.prepare != nullptr) {
         sent = PQsendPrepare(conn_, q.prepare->name.c_str(), q.prepare->text.c_str(), 0, nullptr);
-    } else if (q.command != nullptr) {
-        sent = PQsendQueryParams(conn_, q.command, 0, nullptr, nullptr, nullptr, nullptr, 0);
     } else {
         std::vector<const char*> values;
         for (const auto& p : q.params) values.push_back(p.c_str());

@@ -44,9 +44,8 @@ public:
     /// `prepared` lists the named statements this connection has prepared; run() adds to it.
     pipeline(PGconn* conn, std::set<std::string>& prepared) : conn_(conn), prepared_(&prepared) {}
 
-    /// Queues a statement without parameters (BEGIN, COMMIT); returns its index in run()'s answer.
-    std::size_t command(const char* sql);
-    /// Queues `s` with `params`, preparing it first on a connection that has not.
+    /// Queues `s` with `params`, preparing it first on a connection that has not; returns its
+    /// index in run()'s answer.
     std::size_t statement(const named_sql& s, std::vector<std::string> params);
     bool empty() const noexcept { return queued_.empty(); }
 
@@ -58,7 +57,6 @@ public:
 private:
     struct queued {
         const named_sql* prepare = nullptr;  ///< set for the PREPARE of a statement
-        const char* command = nullptr;
         const named_sql* statement = nullptr;
         std::vector<std::string> params;
     };

@@ -35,6 +35,16 @@ named_sql named(const char* name, std::string text) { return {std::string("seqin
 
 }  // namespace
 
+const named_sql& begin_sql() {
+    static const named_sql s = named("begin", "BEGIN");
+    return s;
+}
+
+const named_sql& commit_sql() {
+    static const named_sql s = named("commit", "COMMIT");
+    return s;
+}
+
 const named_sql& claim_insert_sql() {
     static const named_sql s = named("claim_insert",
                                      "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id,"

@@ -17,6 +17,9 @@ namespace seqinbox::postgresql::detail {
 // Statements sent in batches (pipeline.hpp), parameters in the order listed. Times are bigint
 // microseconds since the epoch, ids bigint, as text.
 
+/// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
+const named_sql& begin_sql();
+const named_sql& commit_sql();
 /// The seed's claim (type, idempotence id, instance, at): the affected-row count decides.
 const named_sql& claim_insert_sql();
 const named_sql& claim_delete_sql();  ///< type, idempotence id

@@ -260,7 +260,7 @@ public:
         }
         return guarded(doing, [&](detail::connection& c) {
             auto statements = c.batch();
-            if (!begun_) statements.command("BEGIN");
+            if (!begun_) statements.statement(detail::begin_sql(), {});
             begun_ = true;  // also when the batch fails: rollback() then ends the transaction
             for (const auto& w : std::exchange(pending_, {})) queue_write(statements, w);
             queue(statements);
@@ -302,7 +302,7 @@ public:
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        batch("committing", [](detail::pipeline& statements) { statements.command("COMMIT"); });
+        batch("committing", [](detail::pipeline& statements) { statements.statement(detail::commit_sql(), {}); });
         finish();
     }
 
