@@ -3,7 +3,10 @@
 // server in the same run, and the SQL round trips one delivery costs.
 //
 //   bench_postgres --conninfo CONNINFO [--seconds N | --deliveries N] [--rounds N] [--quick]
-//   bench_postgres --throwaway-server [...]   starts a throwaway PostgreSQL 15 (tests/postgresql)
+//   bench_postgres --throwaway-server [--fast-commits] [...]
+//       starts a throwaway PostgreSQL 15 (tests/postgresql) with PostgreSQL's durable defaults:
+//       fsync and synchronous_commit on, so that a commit costs what it costs in production (the
+//       target is framed by the commits per delivery). --fast-commits turns both off, as for tests.
 //
 // The machine is shared and noisy: each client count runs --rounds rounds (default 5), a round
 // being the inbox then pgbench for --seconds seconds each (default 3) or --deliveries deliveries.
@@ -20,7 +23,8 @@
 // is released at once and the instance closes with the third one: the common case of a consumer
 // reading a partition in order. One inbox per thread, all sharing one store; listeners do nothing.
 //
-// Prints one `name value` pair per line. Exits non-zero when the run is not correct: a delivery
+// Prints one `name value` pair per line, starting with server_fsync and server_synchronous_commit
+// (1 on, 0 off) of the server measured. Exits non-zero when the run is not correct: a delivery
 // not PROCESSED, a listener call missing, a row or claim count that differs from the deliveries,
 // an instance left OPEN, or pgbench failing.
 #include <libpq-fe.h>
@@ -90,6 +94,7 @@ double seconds_since(clock_type::time_point from) {
 struct options {
     std::string conninfo;
     bool throwaway_server = false;
+    bool fast_commits = false;   ///< the throwaway server without durable commits (as for tests)
     bool quick = false;
     std::size_t seconds = 3;     ///< per measured run, unless `deliveries` is set
     std::size_t deliveries = 0;  ///< per measured run; 0: run for `seconds`
@@ -97,8 +102,8 @@ struct options {
 };
 
 constexpr const char* usage =
-    "usage: bench_postgres (--conninfo CONNINFO | --throwaway-server) [--seconds N | --deliveries N] [--rounds N]"
-    " [--quick]\n";
+    "usage: bench_postgres (--conninfo CONNINFO | --throwaway-server [--fast-commits]) [--seconds N | --deliveries N]"
+    " [--rounds N] [--quick]\n";
 
 std::size_t positive_number(std::string_view flag, std::string_view text) {
     std::size_t n = 0;
@@ -125,11 +130,14 @@ options parse_options(int argc, char** argv) {
             o.quick = true;
         else if (arg == "--throwaway-server")
             o.throwaway_server = true;
+        else if (arg == "--fast-commits")
+            o.fast_commits = true;
         else
             throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
     }
     if (o.conninfo.empty() == !o.throwaway_server)
         throw std::invalid_argument("give exactly one of --conninfo and --throwaway-server");
+    if (o.fast_commits && !o.throwaway_server) throw std::invalid_argument("--fast-commits goes with --throwaway-server");
     if (o.quick) {
         o.rounds = 1;
         if (o.deliveries == 0) o.deliveries = 60;
@@ -737,12 +745,23 @@ double compare(pg::store& store, const scratch_database& db, const pgbench_scrip
     return static_cast<double>(round_trips) / static_cast<double>(delivered.deliveries);
 }
 
+/// The settings that decide what a commit costs, as `server_<name> on|off` (1 or 0).
+void print_server_settings(soci::session& session) {
+    for (const std::string name : {"fsync", "synchronous_commit"}) {
+        std::string value;
+        session << "SELECT current_setting(:name)", soci::use(name), soci::into(value);
+        print("server_" + name, value == "off" ? 0.0 : 1.0);
+    }
+}
+
 void run(const options& o) {
     std::optional<seqinbox::test::pg_server> server;
-    if (o.throwaway_server) server.emplace();
+    using seqinbox::test::pg_server;
+    if (o.throwaway_server) server.emplace(o.fast_commits ? pg_server::commits::not_durable : pg_server::commits::durable);
     const scratch_database db(server ? server->conninfo() : o.conninfo);
     pg::migrate(db.conninfo());
     soci::session session(soci::postgresql, db.conninfo());
+    print_server_settings(session);
     const pgbench_script script(session);
     tally total;
     {

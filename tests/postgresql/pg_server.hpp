@@ -1,7 +1,9 @@
 #pragma once
 // A throwaway PostgreSQL 15 server for tests: initdb into a fresh directory under the system
 // temp dir (owned by the `postgres` user when the tests run as root, since initdb refuses root),
-// listening on 127.0.0.1 at a free port with its unix socket inside that directory, fsync off.
+// listening on 127.0.0.1 at a free port with its unix socket inside that directory. Tests run it
+// without durable commits (fsync, synchronous_commit and full_page_writes off); benchmarks may
+// ask for PostgreSQL's defaults, where a commit waits for its WAL to reach the disk.
 // The destructor stops the server and removes the directory.
 //
 // A test process that is interrupted (Ctrl-C) or killed cannot run its destructor. A watchdog
@@ -40,7 +42,9 @@ namespace seqinbox::test {
 
 class pg_server {
 public:
-    pg_server() {
+    enum class commits { not_durable, durable };
+
+    explicit pg_server(commits durability = commits::not_durable) {
         remove_stale_servers();
         dir_ = make_directory();
         try {
@@ -50,9 +54,10 @@ public:
             for (int attempt = 1;; ++attempt) {
                 port_ = free_port();
                 const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " +
-                                            quote(dir_.string()) +
-                                            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-                                            " -c max_connections=200";
+                                            quote(dir_.string()) + " -c max_connections=200" +
+                                            (durability == commits::durable
+                                                 ? ""
+                                                 : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
                 const bool started = try_run(bin("pg_ctl") + " start -w -t 60 -D " + quote(data_dir()) + " -l " +
                                              quote((dir_ / "server.log").string()) + " -o " + quote(options));
                 if (started) break;

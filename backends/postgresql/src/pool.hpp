@@ -24,7 +24,7 @@
 namespace seqinbox::postgresql::detail {
 
 struct counters {
-    std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0};
+    std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0}, unflushed_commits{0};
 };
 
 class connection {

@@ -45,6 +45,11 @@ const named_sql& commit_sql() {
     return s;
 }
 
+const named_sql& skip_commit_flush_sql() {
+    static const named_sql s = named("skip_commit_flush", "SET LOCAL synchronous_commit TO off");
+    return s;
+}
+
 const named_sql& claim_insert_sql() {
     static const named_sql s = named("claim_insert",
                                      "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id,"

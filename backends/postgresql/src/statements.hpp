@@ -20,6 +20,8 @@ namespace seqinbox::postgresql::detail {
 /// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
 const named_sql& begin_sql();
 const named_sql& commit_sql();
+/// Before COMMIT: this transaction's commit does not wait for its WAL flush.
+const named_sql& skip_commit_flush_sql();
 /// The seed's claim (type, idempotence id, instance, at): the affected-row count decides.
 const named_sql& claim_insert_sql();
 const named_sql& claim_delete_sql();  ///< type, idempotence id

@@ -270,6 +270,7 @@ public:
 
     void defer(deferred_write write) {
         require_active();
+        wrote_beside_claim_ = true;
         forget_reads_ahead();
         pending_.push_back(std::move(write));
     }
@@ -302,7 +303,12 @@ public:
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        batch("committing", [](detail::pipeline& statements) { statements.statement(detail::commit_sql(), {}); });
+        const bool skip_flush = claim_won_ && !wrote_beside_claim_ && !pool_->options().flush_claim_only_commits;
+        batch("committing", [&](detail::pipeline& statements) {
+            if (skip_flush) statements.statement(detail::skip_commit_flush_sql(), {});
+            statements.statement(detail::commit_sql(), {});
+        });
+        if (skip_flush) pool_->counts().unflushed_commits.fetch_add(1, std::memory_order_relaxed);
         finish();
     }
 
@@ -333,13 +339,17 @@ public:
     }
 
     soci::session& session() {
-        forget_reads_ahead();  // the caller's statements may change what was read
+        wrote_beside_claim_ = true;  // the caller's statements may write
+        forget_reads_ahead();        // and change what was read
         begin_if_needed();
         flush();
         return operator->()->session();
     }
 
     detail::connection* operator->() const { return conn_.operator->(); }
+
+    void claim_won() noexcept { claim_won_ = true; }
+    void wrote_beside_claim() noexcept { wrote_beside_claim_ = true; }
 
 private:
     static std::string savepoint_name(store::savepoint_id point) { return "seqinbox_" + std::to_string(point); }
@@ -400,6 +410,8 @@ private:
     bool begun_ = false;
     bool ended_ = false;
     bool aborted_ = false;
+    bool claim_won_ = false;
+    bool wrote_beside_claim_ = false;  ///< any write but the claim: the commit waits for its flush
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
     std::optional<std::pair<claim_key, std::vector<message_record>>> rows_ahead_;
@@ -469,7 +481,9 @@ bool store::transaction::insert_claim(const claim_key& key, instance_id instance
     }
     state.read_ahead(key, found_rows(answers[rows], key));
     if (answers[lock].rows() == 1) state.read_ahead(instance_row(answers[lock]), types_of(answers[types]));
-    return answers[claim].affected() == 1;
+    const bool won = answers[claim].affected() == 1;
+    if (won) state.claim_won();
+    return won;
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
@@ -548,6 +562,7 @@ void store::transaction::insert_message(message_record row) {
 
 stored_as store::transaction::store_message(message_record row) {
     require_storable(row);
+    checked(impl_).wrote_beside_claim();
     return checked(impl_).read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
@@ -948,7 +963,7 @@ std::optional<instance_view> store::view_instance(const std::string& sequence, c
 
 store_statistics store::statistics() const {
     auto& c = pool_->counts();
-    return {c.round_trips.load(), c.connections_opened.load(), c.connections_replaced.load()};
+    return {c.round_trips.load(), c.connections_opened.load(), c.connections_replaced.load(), c.unflushed_commits.load()};
 }
 
 const store_options& store::options() const noexcept { return pool_->options(); }
