@@ -280,10 +280,11 @@ BOOST_AUTO_TEST_CASE(a_direct_delivery_costs_three_round_trips_on_a_known_instan
     BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance WHERE state = 'CLOSED' AND closed_at IS NOT NULL") == 1);
 }
 
-// A claim transaction that wrote only its won claim commits without waiting for its WAL flush;
-// the setting ends with that transaction. The delivery that closes the instance waits, as does
-// every transaction with a write of its own and every one whose claim was lost.
-BOOST_AUTO_TEST_CASE(only_a_claim_only_commit_skips_the_wal_flush_wait) {
+// Commits a redelivery repairs skip the wait for their WAL flush: a claim transaction that wrote
+// only its won claim, and the creation of an instance. The delivery that closes the instance
+// waits, as does every transaction with a write of its own or a lost claim. The setting ends with
+// each of those transactions.
+BOOST_AUTO_TEST_CASE(only_commits_a_redelivery_repairs_skip_the_wal_flush_wait) {
     auto o = options(2);
     o.conninfo += " options=-csynchronous_commit=on";  // the test server runs with it off
     pg::store store(o);
@@ -291,17 +292,13 @@ BOOST_AUTO_TEST_CASE(only_a_claim_only_commit_skips_the_wal_flush_wait) {
     const auto unflushed = [&] { return store.statistics().unflushed_commits; };
     for (const auto& type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited"})
         BOOST_TEST_REQUIRE(orders.deliver(type, std::string(type) + "-1", "o-1") == "processed");
-    BOOST_TEST(unflushed() == 4u);
+    BOOST_TEST(unflushed() == 5u);  // the instance and four claims
     BOOST_TEST(orders.deliver("OrderShipped", "s-1", "o-1") == "processed");  // closes: waits
-    BOOST_TEST(unflushed() == 4u);
-    {
-        auto first = store.begin();
-        auto second = store.begin();  // both connections of the pool
-        BOOST_TEST(setting(first, "synchronous_commit") == "on");
-        BOOST_TEST(setting(second, "synchronous_commit") == "on");
-    }
+    BOOST_TEST(unflushed() == 5u);
 
     const auto inst = instance(store, "o-2");
+    BOOST_TEST(unflushed() == 6u);
+    BOOST_TEST(instance(store, "o-2").id == inst.id);  // found (in the cache): nothing committed
     const auto now = std::chrono::system_clock::now();
     auto with_write = store.begin();
     BOOST_TEST_REQUIRE(with_write.insert_claim({"OrderCreated", "w-1"}, inst.id, now));
@@ -310,9 +307,15 @@ BOOST_AUTO_TEST_CASE(only_a_claim_only_commit_skips_the_wal_flush_wait) {
     auto lost = store.begin();
     BOOST_TEST_REQUIRE(!lost.insert_claim({"OrderCreated", "w-1"}, inst.id, now));
     lost.commit();
-    BOOST_TEST(unflushed() == 4u);
+    BOOST_TEST(unflushed() == 6u);
+    {
+        auto first = store.begin();
+        auto second = store.begin();  // both connections of the pool
+        BOOST_TEST(setting(first, "synchronous_commit") == "on");
+        BOOST_TEST(setting(second, "synchronous_commit") == "on");
+    }
 
-    o.flush_claim_only_commits = true;
+    o.flush_every_commit = true;
     pg::store flushing(o);
     order_inbox more(flushing);
     BOOST_TEST(more.deliver("OrderCreated", "c-3", "o-3") == "processed");

@@ -14,7 +14,8 @@ const std::string& instance_columns_sql() {
 }
 
 // Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
-// even when it conflicts.
+// even when it conflicts. With skip_flush the creation's commit does not wait for its WAL flush
+// (store_options::flush_every_commit).
 instance_upsert::instance_upsert(soci::session& s)
     : st(prepared_with(s,
                        "WITH existing AS (SELECT " + instance_columns_sql() +
@@ -22,11 +23,13 @@ instance_upsert::instance_upsert(soci::session& s)
                            " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
                            " SELECT :name_again, :context_id_again, 'OPEN', " + sql_timestamp(":created_at") + ", " +
                            sql_timestamp(":retain_until") +
+                           " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
+                           " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting"
                            " WHERE NOT EXISTS (SELECT 1 FROM existing)"
                            " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
-                           " SELECT * FROM existing UNION ALL SELECT * FROM inserted",
-                       into_instance(row), use(name), use(context_id), use(name), use(context_id), use(created_at),
-                       use(retain_until))) {}
+                           " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted",
+                       std::tuple_cat(into_instance(row), std::tuple{into(created)}), use(name), use(context_id),
+                       use(name), use(context_id), use(created_at), use(retain_until), use(skip_flush))) {}
 
 namespace {
 

@@ -72,7 +72,9 @@ inline auto into_instance(instance_columns& r) {
 struct instance_upsert {
     std::string name, context_id;
     long long created_at = 0, retain_until = 0;
+    int skip_flush = 0;
     instance_columns row;
+    int created = 0;  ///< 1 when this statement inserted the row
     soci::statement st;
     explicit instance_upsert(soci::session& s);
 };

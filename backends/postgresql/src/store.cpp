@@ -303,7 +303,7 @@ public:
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        const bool skip_flush = claim_won_ && !wrote_beside_claim_ && !pool_->options().flush_claim_only_commits;
+        const bool skip_flush = claim_won_ && !wrote_beside_claim_ && !pool_->options().flush_every_commit;
         batch("committing", [&](detail::pipeline& statements) {
             if (skip_flush) statements.statement(detail::skip_commit_flush_sql(), {});
             statements.statement(detail::commit_sql(), {});
@@ -681,7 +681,9 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
             s.context_id = context_id;
             s.created_at = to_microseconds(created_at);
             s.retain_until = to_microseconds(retain_until);
+            s.skip_flush = options().flush_every_commit ? 0 : 1;
             if (!s.st.execute(true)) return std::nullopt;
+            if (s.created == 1 && s.skip_flush == 1) pool_->counts().unflushed_commits.fetch_add(1, std::memory_order_relaxed);
             return to_instance(s.row);
         });
         if (found) {

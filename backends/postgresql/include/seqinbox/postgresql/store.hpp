@@ -58,12 +58,13 @@ struct store_options {
     /// Sequence instances whose rows create_or_get_instance remembers, so that a delivery to a
     /// context seen before skips a round trip; 0 remembers none.
     std::size_t instance_cache_size = 10'000;
-    /// A claim transaction that wrote nothing but its won claim commits without waiting for its
-    /// WAL flush (SET LOCAL synchronous_commit = off): the delivery's outcome is already durable
-    /// in the state step's commit, and a claim lost to a server crash is re-won by a redelivery,
-    /// which then finds that row (SPEC §2). Every other transaction keeps the server's setting.
-    /// true makes those commits wait too.
-    bool flush_claim_only_commits = false;
+    /// Two kinds of commit do not wait for their WAL flush (synchronous_commit off for that
+    /// transaction alone): a claim transaction that wrote nothing but its won claim, and the
+    /// creation of a sequence instance. A server crash can lose them only together with the
+    /// delivery's state step, whose commit waits and so also flushes all WAL written before it;
+    /// the redelivery then creates the instance again, or re-wins the claim and finds the step's
+    /// row (SPEC §2). Every other commit keeps the server's setting; true makes these wait too.
+    bool flush_every_commit = false;
 };
 
 /// Counters of one store, for benchmarks and operators.
@@ -71,7 +72,7 @@ struct store_statistics {
     std::uint64_t round_trips = 0;           ///< statements, BEGIN, COMMIT, ROLLBACK sent
     std::uint64_t connections_opened = 0;    ///< sessions opened, first ones included
     std::uint64_t connections_replaced = 0;  ///< broken sessions dropped from the pool
-    std::uint64_t unflushed_commits = 0;     ///< claim-only commits that did not wait for the WAL flush
+    std::uint64_t unflushed_commits = 0;     ///< claim-only and instance-creating commits not waiting for the flush
 };
 
 namespace detail {
