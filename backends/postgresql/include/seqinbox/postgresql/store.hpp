@@ -59,11 +59,12 @@ struct store_options {
     /// context seen before skips a round trip; 0 remembers none.
     std::size_t instance_cache_size = 10'000;
     /// Two kinds of commit do not wait for their WAL flush (synchronous_commit off for that
-    /// transaction alone): a claim transaction that wrote nothing but its won claim, and the
-    /// creation of a sequence instance. A server crash can lose them only together with the
-    /// delivery's state step, whose commit waits and so also flushes all WAL written before it;
-    /// the redelivery then creates the instance again, or re-wins the claim and finds the step's
-    /// row (SPEC §2). Every other commit keeps the server's setting; true makes these wait too.
+    /// transaction alone). The creation of a sequence instance precedes the delivery's state
+    /// step, whose commit waits and so flushes it too: a server crash that loses the creation
+    /// also loses the step, and the redelivery creates the instance again. A claim transaction
+    /// that wrote nothing but its won claim commits after the state step: a crash may lose the
+    /// claim alone, and the redelivery then re-wins it, finds the step's row and skips (SPEC §2).
+    /// Every other commit keeps the server's setting; true makes these wait too.
     bool flush_every_commit = false;
 };
 
