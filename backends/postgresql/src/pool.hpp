@@ -25,6 +25,8 @@ namespace seqinbox::postgresql::detail {
 
 struct counters {
     std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0}, unflushed_commits{0};
+
+    void count_unflushed_commit() noexcept { unflushed_commits.fetch_add(1, std::memory_order_relaxed); }
 };
 
 class connection {

@@ -308,7 +308,7 @@ public:
             if (skip_flush) statements.statement(detail::skip_commit_flush_sql(), {});
             statements.statement(detail::commit_sql(), {});
         });
-        if (skip_flush) pool_->counts().unflushed_commits.fetch_add(1, std::memory_order_relaxed);
+        if (skip_flush) pool_->counts().count_unflushed_commit();
         finish();
     }
 
@@ -683,7 +683,7 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
             s.retain_until = to_microseconds(retain_until);
             s.skip_flush = options().flush_every_commit ? 0 : 1;
             if (!s.st.execute(true)) return std::nullopt;
-            if (s.created == 1 && s.skip_flush == 1) pool_->counts().unflushed_commits.fetch_add(1, std::memory_order_relaxed);
+            if (s.created == 1 && s.skip_flush == 1) pool_->counts().count_unflushed_commit();
             return to_instance(s.row);
         });
         if (found) {
