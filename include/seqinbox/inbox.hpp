@@ -463,13 +463,15 @@ private:
     /// released it may roll back its predecessor afterwards). Should T1's connection die before
     /// the step commits, a takeover of the claim and this step are serialised per key by the
     /// store, so one of them finds the other's row rather than adding a second.
-    template <class Step = state_step>
+    /// REQUIRES_NEW beside T1 is durable once T1 ends: its commit may flush both.
     void store_state(transaction& t1, const delivery& d, message_record row) {
-        stored_as what = stored_as::inserted;
-        if constexpr (Step::joins_claim_transaction)
-            what = t1.store_message(std::move(row));
+        if constexpr (state_step::joins_claim_transaction)
+            warn_if_taken_over(t1.store_message(std::move(row)), d);
         else
-            what = store_->store_message(std::move(row));  // REQUIRES_NEW in one store call
+            warn_if_taken_over(store_->store_message_beside(t1, std::move(row)), d);
+    }
+
+    void warn_if_taken_over(stored_as what, const delivery& d) {
         if (what == stored_as::left_existing)
             log(log_level::warn, [&] {
                 return "a takeover of the claim stored " + describe(d) + " first; its row is kept" +
@@ -484,7 +486,8 @@ private:
     /// The listener threw on the direct path: FAILED in its own transaction, error sink, roll
     /// back T1 (the claim disappears, so a resend retries).
     void fail_direct(transaction& t1, instance_id instance, const delivery& d, const std::string& reason) {
-        store_state<propagation::requires_new>(t1, d, row_for(instance, d, message_state::failed, clock_.now(), false));
+        // Durable before the error sink hears of it, and kept when T1 rolls back.
+        warn_if_taken_over(store_->store_message(row_for(instance, d, message_state::failed, clock_.now(), false)), d);
         sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
         t1.rollback();
         metrics_.failed(d.type->qualified);

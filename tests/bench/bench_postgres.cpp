@@ -255,6 +255,8 @@ public:
         return counted("t2_store_message", [&] { return inner_->store_message(row); });
     }
 
+    seqinbox::stored_as store_message_beside(transaction& claim, const seqinbox::message_record& row);
+
     const std::map<std::string, step_cost>& steps() const noexcept { return steps_; }
 
     template <class Call>
@@ -359,6 +361,10 @@ traced_store::transaction traced_store::begin() {
     std::unique_ptr<transaction::state> s(new transaction::state{this, label, std::nullopt});
     counted(label + "_begin", [&] { s->inner.emplace(inner_->begin()); });
     return transaction(std::move(s));
+}
+
+seqinbox::stored_as traced_store::store_message_beside(transaction& claim, const seqinbox::message_record& row) {
+    return counted("t2_store_message", [&] { return inner_->store_message_beside(claim.inner(), row); });
 }
 
 static_assert(seqinbox::store<traced_store>);

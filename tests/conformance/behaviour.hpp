@@ -1165,6 +1165,22 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_keeps_one_row_per_key, Backend, back
     BOOST_TEST((rows[0].payload->value == waiting.payload->value));
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_step_beside_the_claim_transaction_is_seen_at_once_and_outlives_its_rollback, Backend, backends) {
+    Backend b;
+    const auto row = conf::order_row(b, "o1", "OrderCreated", "c1", si::message_state::processed);
+    auto claim = b.store.begin();
+    BOOST_TEST_REQUIRE(claim.insert_claim(row.key(), row.instance, {}));
+    BOOST_TEST((b.store.store_message_beside(claim, row) == si::stored_as::inserted));
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});  // committed while the claim is open
+    BOOST_TEST(claim.active());
+    claim.rollback();
+    expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+    auto redelivery = b.store.begin();
+    BOOST_TEST_REQUIRE(redelivery.insert_claim(row.key(), row.instance, {}));  // the claim went with the rollback
+    BOOST_TEST((b.store.store_message_beside(redelivery, row) == si::stored_as::left_existing));
+    redelivery.commit();
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_waits_for_the_holder_of_the_key, Backend, backends) {
     // Two writers of one key: the second reads only after the first commits, so it keeps the
     // first's row instead of adding its own.

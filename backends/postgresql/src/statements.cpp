@@ -48,8 +48,10 @@ const named_sql& commit_sql() {
     return s;
 }
 
-const named_sql& skip_commit_flush_sql() {
-    static const named_sql s = named("skip_commit_flush", "SET LOCAL synchronous_commit TO off");
+// A transactional logical-decoding message is the smallest write: it takes a transaction id and
+// writes WAL, so its commit waits for the flush (as any write's commit does) and nothing changes.
+const named_sql& wal_flush_sql() {
+    static const named_sql s = named("wal_flush", "SELECT pg_logical_emit_message(true, 'seqinbox', 'flush')");
     return s;
 }
 
@@ -170,10 +172,12 @@ message_store::message_store(soci::session& s)
                   "SELECT seqinbox_store_message(:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
                       ", " + sql_timestamp(":state_changed_at") +
                       ", CAST(:with_record AS boolean), :cluster, :topic, :partition, :offset, decode(:key, 'hex'),"
-                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)",
+                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)"
+                      " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
+                      " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting",
                   into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
                   use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset), use(key),
-                  use(value), use(traceparent, traceparent_null), use(record_time), use(headers))) {}
+                  use(value), use(traceparent, traceparent_null), use(record_time), use(headers), use(skip_flush))) {}
 
 transaction_id_query::transaction_id_query(soci::session& s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}

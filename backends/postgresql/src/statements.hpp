@@ -20,8 +20,8 @@ namespace seqinbox::postgresql::detail {
 /// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
 const named_sql& begin_sql();
 const named_sql& commit_sql();
-/// Before COMMIT: this transaction's commit does not wait for its WAL flush.
-const named_sql& skip_commit_flush_sql();
+/// A write of no consequence: autocommitted, it returns once all WAL written so far is flushed.
+const named_sql& wal_flush_sql();
 /// The seed's claim (type, idempotence id, instance, at): the affected-row count decides.
 const named_sql& claim_insert_sql();
 const named_sql& claim_delete_sql();  ///< type, idempotence id
@@ -115,9 +115,12 @@ struct message_insert_with_record : message_columns {
 };
 
 /// seqinbox_store_message (schema V4): the row stored under its key's lock; `outcome` is
-/// INSERTED, UPDATED or LEFT_EXISTING. The record columns count when `with_record` is 1.
+/// INSERTED, UPDATED or LEFT_EXISTING. The record columns count when `with_record` is 1. With
+/// `skip_flush` 1 the transaction's commit does not wait for its WAL flush: only for an
+/// autocommitted statement whose durability something else takes care of.
 struct message_store : message_columns {
     int with_record = 0;
+    int skip_flush = 0;
     std::string outcome;
     soci::statement st;
     explicit message_store(soci::session& s);

@@ -138,9 +138,13 @@ stored_as parse_stored_as(const std::string& text) {
     throw error(error_category::internal, "seqinbox_store_message answered '" + text + "'");
 }
 
-stored_as store_row(detail::connection& c, const message_record& row) {
+/// Whether a commit waits for its WAL flush (synchronous_commit) or leaves that to a later one.
+enum class commit_flush { wait, skip };
+
+stored_as store_row(detail::connection& c, const message_record& row, commit_flush flush = commit_flush::wait) {
     auto& s = c.statement<detail::message_store>();
     bind_row(s, row);
+    s.skip_flush = flush == commit_flush::skip ? 1 : 0;
     s.with_record = row.payload ? 1 : 0;
     bind_record(s, row.payload.value_or(envelope{}));
     s.st.execute(true);
@@ -270,7 +274,6 @@ public:
 
     void defer(deferred_write write) {
         require_active();
-        wrote_beside_claim_ = true;
         forget_reads_ahead();
         pending_.push_back(std::move(write));
     }
@@ -303,25 +306,24 @@ public:
             throw error(error_category::misuse,
                         "commit after a failed statement: PostgreSQL rolled the transaction back and nothing was saved");
         }
-        const bool skip_flush = claim_won_ && !wrote_beside_claim_ && !pool_->options().flush_every_commit;
-        batch("committing", [&](detail::pipeline& statements) {
-            if (skip_flush) statements.statement(detail::skip_commit_flush_sql(), {});
-            statements.statement(detail::commit_sql(), {});
-        });
-        if (skip_flush) pool_->counts().count_unflushed_commit();
+        try {
+            batch("committing", [&](detail::pipeline& statements) { statements.statement(detail::commit_sql(), {}); });
+        } catch (const error& e) {
+            // Committed or not, the steps beside it must not wait for the WAL writer (other
+            // failures leave the transaction to rollback(), which flushes).
+            if (e.category() == error_category::connection) unless_connection_lost([&] { flush_steps_beside(); });
+            throw;
+        }
+        if (!claim_won_) flush_steps_beside();  // else its commit wrote WAL after theirs and waited for the flush
         finish();
     }
 
     void rollback() {
         if (ended_) return;
         pending_.clear();
-        if (begun_) {
-            try {
-                guarded("rolling back", [](detail::connection& c) { c.session().rollback(); });
-            } catch (const error& e) {
-                if (e.category() != error_category::connection) throw;  // lost: the server rolled back
-            }
-        }
+        // A lost connection: the server rolled back, or it is gone with whatever it did not flush.
+        if (begun_) unless_connection_lost([&] { guarded("rolling back", [](detail::connection& c) { c.session().rollback(); }); });
+        unless_connection_lost([&] { flush_steps_beside(); });
         finish();
     }
 
@@ -339,8 +341,7 @@ public:
     }
 
     soci::session& session() {
-        wrote_beside_claim_ = true;  // the caller's statements may write
-        forget_reads_ahead();        // and change what was read
+        forget_reads_ahead();  // the caller's statements may change what was read
         begin_if_needed();
         flush();
         return operator->()->session();
@@ -349,7 +350,8 @@ public:
     detail::connection* operator->() const { return conn_.operator->(); }
 
     void claim_won() noexcept { claim_won_ = true; }
-    void wrote_beside_claim() noexcept { wrote_beside_claim_ = true; }
+    /// A state step beside this transaction committed without waiting for its WAL flush.
+    void step_beside_unflushed() noexcept { steps_beside_unflushed_ = true; }
 
 private:
     static std::string savepoint_name(store::savepoint_id point) { return "seqinbox_" + std::to_string(point); }
@@ -364,6 +366,29 @@ private:
         if (begun_) return;
         guarded("starting a transaction", [](detail::connection& c) { c.session().begin(); });
         begun_ = true;
+    }
+
+    template <class Op>
+    static void unless_connection_lost(Op&& op) {
+        try {
+            op();
+        } catch (const error& e) {
+            if (e.category() != error_category::connection) throw;
+        }
+    }
+
+    /// Makes the state steps committed beside this transaction durable, when its own commit does
+    /// not: on its connection, or on another when that one is lost.
+    void flush_steps_beside() {
+        if (!std::exchange(steps_beside_unflushed_, false)) return;
+        const auto run = [](detail::connection& c) {
+            auto statements = c.batch();
+            statements.statement(detail::wal_flush_sql(), {});
+            statements.run();
+        };
+        if (!ended_ && operator->()->connected()) return guarded("flushing the WAL of a state step", run);
+        impl other(pool_, pool_->acquire());
+        other.guarded("flushing the WAL of a state step", run);
     }
 
     void flush() {
@@ -410,8 +435,8 @@ private:
     bool begun_ = false;
     bool ended_ = false;
     bool aborted_ = false;
-    bool claim_won_ = false;
-    bool wrote_beside_claim_ = false;  ///< any write but the claim: the commit waits for its flush
+    bool claim_won_ = false;  ///< its commit writes WAL, so it waits for the flush (synchronous_commit)
+    bool steps_beside_unflushed_ = false;
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
     std::optional<std::pair<claim_key, std::vector<message_record>>> rows_ahead_;
@@ -562,7 +587,6 @@ void store::transaction::insert_message(message_record row) {
 
 stored_as store::transaction::store_message(message_record row) {
     require_storable(row);
-    checked(impl_).wrote_beside_claim();
     return checked(impl_).read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
@@ -703,6 +727,17 @@ auto store::autocommitted(std::string_view doing, Op&& op) {
 stored_as store::store_message(message_record row) {
     require_storable(row);
     return autocommitted("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
+}
+
+stored_as store::store_message_beside(transaction& claim, message_record row) {
+    require_storable(row);
+    auto& t1 = checked(claim.impl_);
+    if (options().flush_every_commit) return store_message(std::move(row));
+    t1.step_beside_unflushed();  // also when the outcome is unknown: the step may have committed
+    const stored_as what = autocommitted("storing a sequenced message",
+                                         [&](detail::connection& c) { return store_row(c, row, commit_flush::skip); });
+    pool_->counts().count_unflushed_commit();
+    return what;
 }
 
 bool store::update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id) {

@@ -75,13 +75,17 @@ concept store_transaction =
     };
 
 template <class S>
-concept store = requires(S& s, const std::string& name, timestamp t, const message_record& row) {
+concept store = requires(S& s, typename S::transaction& claim, const std::string& name, timestamp t, const message_record& row) {
     typename S::transaction;
     requires store_transaction<typename S::transaction>;
     { s.begin() } -> std::same_as<typename S::transaction>;
-    /// transaction::store_message in a transaction of its own, committed before it returns (the
-    /// REQUIRES_NEW state step; a store may do it in one round trip).
+    /// transaction::store_message in a transaction of its own, committed and durable before it
+    /// returns (the REQUIRES_NEW state step; a store may do it in one round trip).
     { s.store_message(row) } -> std::same_as<stored_as>;
+    /// The same beside the open claim transaction `claim`: committed (visible) before it returns,
+    /// durable once `claim` has ended, whether it committed or not. A store may let the claim's
+    /// commit make both durable at once.
+    { s.store_message_beside(claim, row) } -> std::same_as<stored_as>;
     /// Atomically creates the OPEN instance (name, context id) or returns the existing one;
     /// concurrent calls yield one row and never fail because of each other. A store may answer
     /// from what it read before: the id may then belong to an instance removed meanwhile (the

@@ -66,6 +66,8 @@ public:
 
     /// transaction::store_message in a transaction of its own.
     stored_as store_message(message_record row);
+    /// store_message: what commits here is durable at once.
+    stored_as store_message_beside(transaction&, message_record row) { return store_message(std::move(row)); }
 
     // ---- operator actions (seqinbox::action_store), committed at once like an UPDATE ----
     bool request_message_action(message_id id, message_action action, timestamp now) {

@@ -59,12 +59,12 @@ struct store_options {
     /// context seen before skips a round trip; 0 remembers none.
     std::size_t instance_cache_size = 10'000;
     /// Two kinds of commit do not wait for their WAL flush (synchronous_commit off for that
-    /// transaction alone). The creation of a sequence instance precedes the delivery's state
-    /// step, whose commit waits and so flushes it too: a server crash that loses the creation
-    /// also loses the step, and the redelivery creates the instance again. A claim transaction
-    /// that wrote nothing but its won claim commits after the state step: a crash may lose the
-    /// claim alone, and the redelivery then re-wins it, finds the step's row and skips (SPEC §2).
-    /// Every other commit keeps the server's setting; true makes these wait too.
+    /// transaction alone): the creation of a sequence instance, and a state step beside a claim
+    /// transaction (store_message_beside). Both precede the claim transaction's commit, which
+    /// writes WAL after theirs and waits for its flush, so flushing it flushes them too: a server
+    /// crash loses all three or none of them, and the redelivery does the delivery again. A
+    /// claim transaction that ends without that commit flushes explicitly. Every other commit
+    /// keeps the server's setting; true makes these wait too.
     bool flush_every_commit = false;
 };
 
@@ -73,7 +73,7 @@ struct store_statistics {
     std::uint64_t round_trips = 0;           ///< statements, BEGIN, COMMIT, ROLLBACK sent
     std::uint64_t connections_opened = 0;    ///< sessions opened, first ones included
     std::uint64_t connections_replaced = 0;  ///< broken sessions dropped from the pool
-    std::uint64_t unflushed_commits = 0;     ///< claim-only and instance-creating commits not waiting for the flush
+    std::uint64_t unflushed_commits = 0;     ///< instance creations and state steps not waiting for the flush
 };
 
 namespace detail {
@@ -105,6 +105,9 @@ public:
 
     /// transaction::store_message as one autocommitted statement (one round trip).
     stored_as store_message(message_record row);
+    /// store_message, not waiting for its WAL flush: `claim`'s end makes it durable (its commit
+    /// flushes both; when it ends otherwise, rollback() flushes). See flush_every_commit.
+    stored_as store_message_beside(transaction& claim, message_record row);
 
     /// Operator actions (seqinbox::action_store), each one autocommitted UPDATE.
     bool request_message_action(message_id id, message_action action, timestamp now);
