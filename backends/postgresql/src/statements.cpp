@@ -13,6 +13,17 @@ const std::string& instance_columns_sql() {
     return list;
 }
 
+namespace {
+
+/// A FROM item of one row that, when :skip_flush is 1, makes the commit of the statement's own
+/// (autocommitted) transaction not wait for its WAL flush; SET LOCAL in the same round trip.
+std::string skip_flush_source_sql() {
+    return " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
+           " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting";
+}
+
+}  // namespace
+
 // Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
 // even when it conflicts. With skip_flush the creation's commit does not wait for its WAL flush
 // (store_options::flush_every_commit).
@@ -23,8 +34,7 @@ instance_upsert::instance_upsert(soci::session& s)
                            " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
                            " SELECT :name_again, :context_id_again, 'OPEN', " + sql_timestamp(":created_at") + ", " +
                            sql_timestamp(":retain_until") +
-                           " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
-                           " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting"
+                           skip_flush_source_sql() +
                            " WHERE NOT EXISTS (SELECT 1 FROM existing)"
                            " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
                            " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted",
@@ -172,9 +182,8 @@ message_store::message_store(soci::session& s)
                   "SELECT seqinbox_store_message(:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
                       ", " + sql_timestamp(":state_changed_at") +
                       ", CAST(:with_record AS boolean), :cluster, :topic, :partition, :offset, decode(:key, 'hex'),"
-                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)"
-                      " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
-                      " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting",
+                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)" +
+                      skip_flush_source_sql(),
                   into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
                   use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset), use(key),
                   use(value), use(traceparent, traceparent_null), use(record_time), use(headers), use(skip_flush))) {}

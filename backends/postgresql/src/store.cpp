@@ -141,6 +141,11 @@ stored_as parse_stored_as(const std::string& text) {
 /// Whether a commit waits for its WAL flush (synchronous_commit) or leaves that to a later one.
 enum class commit_flush { wait, skip };
 
+/// For the commits the claim transaction's commit flushes after them (store_options::flush_every_commit).
+commit_flush commit_flush_before_claim(const store_options& options) {
+    return options.flush_every_commit ? commit_flush::wait : commit_flush::skip;
+}
+
 stored_as store_row(detail::connection& c, const message_record& row, commit_flush flush = commit_flush::wait) {
     auto& s = c.statement<detail::message_store>();
     bind_row(s, row);
@@ -705,7 +710,7 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
             s.context_id = context_id;
             s.created_at = to_microseconds(created_at);
             s.retain_until = to_microseconds(retain_until);
-            s.skip_flush = options().flush_every_commit ? 0 : 1;
+            s.skip_flush = commit_flush_before_claim(options()) == commit_flush::skip ? 1 : 0;
             if (!s.st.execute(true)) return std::nullopt;
             if (s.created == 1 && s.skip_flush == 1) pool_->counts().count_unflushed_commit();
             return to_instance(s.row);
@@ -732,11 +737,10 @@ stored_as store::store_message(message_record row) {
 stored_as store::store_message_beside(transaction& claim, message_record row) {
     require_storable(row);
     auto& t1 = checked(claim.impl_);
-    if (options().flush_every_commit) return store_message(std::move(row));
-    t1.step_beside_unflushed();  // also when the outcome is unknown: the step may have committed
-    const stored_as what = autocommitted("storing a sequenced message",
-                                         [&](detail::connection& c) { return store_row(c, row, commit_flush::skip); });
-    pool_->counts().count_unflushed_commit();
+    const commit_flush flush = commit_flush_before_claim(options());
+    if (flush == commit_flush::skip) t1.step_beside_unflushed();  // also when the outcome is unknown: it may have committed
+    const stored_as what = autocommitted("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row, flush); });
+    if (flush == commit_flush::skip) pool_->counts().count_unflushed_commit();
     return what;
 }
 
