@@ -4,10 +4,11 @@
 #define BOOST_TEST_MODULE seqinbox kafka source
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -324,6 +325,80 @@ BOOST_AUTO_TEST_CASE(a_new_group_starts_at_the_earliest_record_and_reports_where
     for (const std::string partition : {"orders/0", "orders/1"})
         BOOST_TEST(std::ranges::count(reported, "cluster '': " + partition + " has no committed offset: starts at the earliest offset") ==
                    1);
+}
+
+/// A thread that polls `source` and acknowledges every record, counting them.
+struct acknowledging_poller {
+    std::atomic<std::size_t> polled{0};
+    std::jthread thread;
+    explicit acknowledging_poller(kafka::source& source)
+        : thread([this, &source](std::stop_token stop) {
+              while (!stop.stop_requested())
+                  if (const auto record = source.poll()) {
+                      source.acknowledge(*record);
+                      ++polled;
+                  }
+          }) {}
+};
+
+bool wait_for(const std::function<bool()>& condition, std::chrono::seconds patience = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!condition())
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        else std::this_thread::sleep_for(20ms);
+    return true;
+}
+
+BOOST_AUTO_TEST_CASE(a_partition_back_after_a_failed_revocation_commit_does_not_commit_its_old_position) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, 2);
+    auto produce = [&](int from, int to) {
+        for (int n = from; n < to; ++n) cluster.produce_async(topic, si::envelope{.key = "k", .value = std::to_string(n)}, n % 2);
+        cluster.flush();
+    };
+    std::mutex reported_mutex;
+    std::vector<std::string> reported;
+    auto options = [&](bool report) {
+        kafka::source_options o;
+        o.clusters = {{"", si::testing::consumer_properties(cluster.bootstraps(), "stale")}};
+        o.clusters[0].consumer["partition.assignment.strategy"] = "roundrobin";
+        o.commit_interval = 1h;  // only revocations and close() commit
+        o.report = [&, report](std::string_view line) {
+            std::lock_guard lock(reported_mutex);
+            if (report) reported.emplace_back(line);
+        };
+        return o;
+    };
+    produce(0, 10);
+    auto a = std::make_unique<kafka::source>(options(true), std::vector<kafka::subscription>{{"", {topic}}});
+    auto polling_a = std::make_unique<acknowledging_poller>(*a);
+    BOOST_TEST_REQUIRE(wait_for([&] { return polling_a->polled == 10u; }));
+    // The commit when B joins fails: A keeps 5 and 5 decided, uncommitted.
+    rd_kafka_mock_push_request_errors(cluster.native(), 8 /* OffsetCommit */, 1, RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS);
+    auto b = std::make_unique<kafka::source>(options(false), std::vector<kafka::subscription>{{"", {topic}}});
+    auto polling_b = std::make_unique<acknowledging_poller>(*b);
+    BOOST_TEST_REQUIRE(wait_for([&] { return polling_b->polled >= 5u; }));  // B owns one partition from its start
+    BOOST_TEST_REQUIRE(wait_for([&] {
+        std::lock_guard lock(reported_mutex);
+        return std::ranges::any_of(reported, [](const auto& line) { return line.find("commit before revocation failed") != line.npos; });
+    }));
+    produce(10, 20);  // B moves its partition to 10 and commits that
+    BOOST_TEST_REQUIRE(wait_for([&] { return polling_b->polled >= 10u && polling_a->polled >= 20u; }));
+    b->commit();
+    const auto after_b = cluster.committed("stale", topic, 2);
+    const int lost = after_b[0] == 10 ? 0 : 1;
+    BOOST_TEST_REQUIRE(after_b[lost] == 10);
+    polling_b.reset();
+    b->close();
+    b.reset();
+    // A gets B's partition back: what A decided there before must not be committed now.
+    BOOST_TEST_REQUIRE(wait_for([&] { return a->statistics().rebalances >= 5u; }, 60s));
+    std::this_thread::sleep_for(1s);
+    polling_a.reset();
+    a->commit();
+    BOOST_TEST(cluster.committed("stale", topic, 2)[lost] == 10);
+    a->close();
+    for (const auto& line : reported) BOOST_TEST_MESSAGE("member A: " << line);
 }
 
 /// Two members of one group with `strategy`; the second joins while the first is mid-stream.
