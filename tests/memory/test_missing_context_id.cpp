@@ -4,35 +4,18 @@
 #define BOOST_TEST_MODULE missing_context_id
 #include <boost/test/unit_test.hpp>
 
-#include "seqinbox/memory/inbox.hpp"
-#include "support/world.hpp"
+#include "polling_world.hpp"
 
 using namespace seqinbox;
 
 namespace {
 
-struct world {
-    memory::store store;
-    memory::source source;
-    memory::error_sink sink;
-    testing::call_log calls;
+struct world : testing::polling_world {
     std::unique_ptr<memory::inbox> inbox;
 
-    explicit world(message_declaration<testing::message> m) {
-        declarations<testing::message> decls;
-        decls.sequences.push_back({"S", std::chrono::hours(1), {std::move(m)}});
-        inbox = std::make_unique<memory::inbox>(store, source, sink, std::move(decls));
-        testing::record_all(*inbox, calls);
-    }
+    explicit world(message_declaration<testing::message> m) : inbox(make(testing::single(std::move(m)))) {}
 
-    /// Delivers through the source and checks the delivery was acknowledged.
-    delivery_result poll(const envelope& e) {
-        source.push(e);
-        auto result = inbox->poll_once();
-        BOOST_TEST_REQUIRE(result.has_value());
-        BOOST_TEST(source.in_flight() == 0u);
-        return *result;
-    }
+    delivery_result poll(const envelope& e) { return polling_world::poll(*inbox, e); }
 
     void expect_nothing_stored() const {
         BOOST_TEST(store.messages().empty());
