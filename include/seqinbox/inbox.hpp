@@ -199,18 +199,20 @@ private:
         auto& m = *decoded_message;
         std::string qualified = m.type;
         const entry* type = nullptr;
+        bool filtered_out = false;
         std::optional<std::string> context_id;
         try {
             if (const auto* resolver = catalog_.resolver(m.type)) qualified = qualify(m.type, resolver->resolve(m.message, record));
             type = catalog_.find(qualified);
-            if (type != nullptr && (!type->declaration->filter || type->declaration->filter(m.message, record)))
-                context_id = type->declaration->context_id(m.message, record);
+            filtered_out = type != nullptr && type->declaration->filter && !type->declaration->filter(m.message, record);
+            if (type != nullptr && !filtered_out) context_id = type->declaration->context_id(m.message, record);
         } catch (...) {
             return reject(record, "cannot classify message: " + current_exception_text(), qualified, m.idempotence_id);
         }
         if (type == nullptr) return reject(record, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
-        if (!context_id || context_id->empty()) return handle_directly(d);
+        if (filtered_out) return handle_directly(d);
+        if (!context_id || context_id->empty()) return without_context_id(d);
         d.context_id = std::move(*context_id);
         if (auto problem = unstorable(d); !problem.empty()) return reject(record, problem, qualified, d.idempotence_id);
         return sequence(d);
@@ -250,6 +252,15 @@ private:
         metrics_.failed(type);
         sink_->publish({record, reason, type, idempotence_id, {}});
         return {outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0};
+    }
+
+    /// Step 2, the extractor returned no context id: the type's declared policy decides.
+    delivery_result without_context_id(delivery& d) {
+        if (d.type->declaration->missing_context_id == missing_context_id_policy::handle) return handle_directly(d);
+        return reject(d.record,
+                      "no context id: the extractor of message type '" + detail::printable(d.type->qualified) +
+                          "' returned none, and its policy for a missing context id is dead-letter",
+                      d.type->qualified, d.idempotence_id);
     }
 
     /// Step 2: not sequenced, so no claim and no inbox row.

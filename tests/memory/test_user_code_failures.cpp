@@ -5,42 +5,11 @@
 
 #include <stdexcept>
 
-#include "seqinbox/memory/inbox.hpp"
-#include "support/world.hpp"
+#include "polling_world.hpp"
 
 using namespace seqinbox;
-
-namespace {
-
-struct world {
-    memory::store store;
-    memory::source source;
-    memory::error_sink sink;
-    testing::call_log calls;
-
-    std::unique_ptr<memory::inbox> make(declarations<testing::message> decls) {
-        auto inbox = std::make_unique<memory::inbox>(store, source, sink, std::move(decls));
-        testing::record_all(*inbox, calls);
-        return inbox;
-    }
-
-    /// Delivers through the source and checks the delivery was acknowledged.
-    delivery_result poll(memory::inbox& inbox, const envelope& e) {
-        source.push(e);
-        auto result = inbox.poll_once();
-        BOOST_TEST_REQUIRE(result.has_value());
-        BOOST_TEST(source.in_flight() == 0u);
-        return *result;
-    }
-};
-
-declarations<testing::message> single(message_declaration<testing::message> m) {
-    declarations<testing::message> d;
-    d.sequences.push_back({"S", std::chrono::hours(1), {std::move(m)}});
-    return d;
-}
-
-}  // namespace
+using world = testing::polling_world;
+using testing::single;
 
 BOOST_AUTO_TEST_CASE(a_throwing_context_id_extractor_rejects_the_delivery) {
     world w;

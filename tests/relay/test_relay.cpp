@@ -331,3 +331,36 @@ BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_ex
     BOOST_TEST(si::test::contains(again.output, "\"expired_removed\":0"), again.output);
     BOOST_TEST(si::test::contains(again.output, "\"complete\":true"), again.output);
 }
+
+BOOST_AUTO_TEST_CASE(records_whose_json_extractor_finds_no_context_id_are_dead_lettered_not_published) {
+    relay_world world;
+    // No missingContextId: the relay's default (dead-letter) applies.
+    std::ofstream(world.dir / "orders.yaml") << R"(sequences:
+  - name: OrderSequence
+    retentionPeriod: 24h
+    messages:
+      - { type: OrderCreated, contextIdExtractor: "json:/order/id" }
+      - { type: OrderValidated, contextIdExtractor: "json:/order/id", releaseCondition: { predecessor: OrderCreated } }
+)";
+    const std::string order = R"({"order": {"id": "o1"}})";
+    world.cluster.produce(input, si::testing::record("OrderValidated", "v-text", "o1", "not json"), 0);
+    world.cluster.produce(input, si::testing::record("OrderValidated", "v-null", "o1", R"({"order": {"id": null}})"), 0);
+    world.cluster.produce(input, si::testing::record("OrderCreated", "c1", "o1", order), 0);
+    world.cluster.produce(input, si::testing::record("OrderValidated", "v1", "o1", order), 0);
+
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    const auto rejected = world.cluster.read_all(dead_letters, 1, 2, std::chrono::seconds(30));
+    BOOST_TEST_REQUIRE(world.wait_for_output(2), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    const auto published = world.cluster.read_all(output, output_partitions, 3, std::chrono::seconds(5));
+    std::string ids;
+    for (const auto& r : published) ids += std::string(r.find_header("idempotence-id").value_or("")) + " ";
+    BOOST_TEST(ids == "c1 v1 ", "published: " << ids << "; expected only the records with a context id, in declared order");
+    BOOST_TEST_REQUIRE(rejected.size() == 2u, relay.log());
+    for (const auto& r : rejected) {
+        const std::string reason(r.find_header("seqinbox-reason").value_or(""));
+        BOOST_TEST(si::test::contains(reason, "no context id: the extractor of message type 'OrderValidated' returned none"), reason);
+    }
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message") == 2);
+}

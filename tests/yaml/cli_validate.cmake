@@ -33,8 +33,8 @@ endfunction()
 run(0 ARGS valid/topics_and_clusters.yaml
   OUT "^valid/topics_and_clusters.yaml: valid, 1 sequence\n"
       "sequence S \\(retention 24h, 3 types\\)\n"
-      "  1\\. OrderCreated: immediately; context id key, topic orders, cluster main\n"
-      "  2\\. Payment\\.CARD: after OrderCreated; context id key, topic payments, cluster finance\n"
+      "  1\\. OrderCreated: immediately; context id key \\(if missing: handle by default, dead-letter in seqinbox run\\), topic orders, cluster main\n"
+      "  2\\. Payment\\.CARD: after OrderCreated; context id key \\([^)]*\\), topic payments, cluster finance\n"
       "  3\\. Payment\\.INVOICE: after OrderCreated"
       "subtype resolver of Payment: header:payment-kind \\('CARD', 'INVOICE'\\)\n")
 run(0 ARGS valid/or_with_harmless_cycle.yaml
@@ -50,7 +50,7 @@ run(1 ARGS valid/subtypes_across_sequences.yaml
       "3 problems found\n$"
   NOT_OUT "valid")
 run(0 ARGS --assume-registered valid/subtypes_across_sequences.yaml valid/two_sequences.yaml
-  OUT "sequence OrderSequence \\(retention 24h, 2 types\\)\n  1\\. OrderCreated: immediately; context id order-id\n"
+  OUT "sequence OrderSequence \\(retention 24h, 2 types\\)\n  1\\. OrderCreated: immediately; context id order-id \\(if missing: handle by default, dead-letter in seqinbox run\\)\n"
       "sequence ReturnSequence \\(retention P7D, 2 types\\)"
       "assumed registered: order-id \\(valid/subtypes_across_sequences.yaml:8:29\\)\nassumed registered: validation-kind"
       "valid/two_sequences.yaml: valid, 2 sequences\n"
@@ -74,7 +74,7 @@ run(0 ARGS --json valid/or_with_harmless_cycle.yaml
   OUT "^\\{\"files\": .\\{\"file\": \"valid/or_with_harmless_cycle.yaml\", \"valid\": true, \"errors\": .., "
       "\"sequences\": .\\{\"name\": \"S\", \"retention\": \"90s\", \"retention_seconds\": 90, \"release_order\": .\\{\"type\": \"Start\""
       "\\{\"type\": \"X\", \"subtype\": \"\", \"qualified_type\": \"X\", \"release\": \"any_of\\(after Start, after Y\\)\", "
-      "\"context_id_extractor\": \"key\", \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
+      "\"context_id_extractor\": \"key\", \"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}, \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
       "\"assumed\": ..\\}.\\}\n$")
 run(0 ARGS valid/recording_until.yaml
   OUT "sequence OrderSequence \\(retention 24h, recording until 2026-12-01T01:30:00.5\\+01:30, 1 type\\)")
@@ -84,6 +84,16 @@ run(0 ARGS --json valid/recording_until.yaml
 run(1 ARGS --json --assume-registered invalid/empty_node.yaml
   OUT "\"valid\": false, \"errors\": .\"invalid/empty_node.yaml:9:27: sequence 'S': type 'B': empty release condition node"
   ERR "invalid/empty_node.yaml:9:27:")
+
+# Each type's policy for a missing context id: as declared, else the library's and the relay's defaults.
+run(0 ARGS valid/missing_context_id.yaml
+  OUT "  1\\. A: immediately; context id key \\(if missing: dead-letter\\)\n"
+      "  2\\. B: after A; context id key \\(if missing: handle\\)\n"
+      "  3\\. C: after B; context id key \\(if missing: handle by default, dead-letter in seqinbox run\\)\n")
+run(0 ARGS --json valid/missing_context_id.yaml
+  OUT "\"qualified_type\": \"A\", [^}]*\"missing_context_id\": \\{\"declared\": \"dead-letter\", \"library\": \"dead-letter\", \"relay\": \"dead-letter\"\\}"
+      "\"qualified_type\": \"B\", [^}]*\"missing_context_id\": \\{\"declared\": \"handle\", \"library\": \"handle\", \"relay\": \"handle\"\\}"
+      "\"qualified_type\": \"C\", [^}]*\"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}")
 
 # Usage errors and unreadable files: exit 2.
 run(2 ERR "seqinbox validate: no FILE given")

@@ -126,6 +126,24 @@ BOOST_AUTO_TEST_CASE(recording_until_is_an_instant_with_its_offset) {
     BOOST_TEST(!d.sequences[1].recording_until.has_value());  // absent: no recording mode
 }
 
+BOOST_AUTO_TEST_CASE(missing_context_id_policy_as_declared_else_the_loader_default) {
+    using seqinbox::missing_context_id_policy;
+    const auto policies = [](const seqinbox::declarations<message>& d) {
+        std::vector<missing_context_id_policy> out;
+        for (const auto& m : d.sequences.at(0).messages) out.push_back(m.missing_context_id);
+        return out;
+    };
+    const auto library = policies(load("missing_context_id"));
+    BOOST_TEST((library == std::vector{missing_context_id_policy::dead_letter, missing_context_id_policy::handle,
+                                       missing_context_id_policy::handle}));
+    const auto relay = policies(seqinbox::yaml::load_file(valid_file("missing_context_id"), app_registry(),
+                                                          {.missing_context_id = missing_context_id_policy::dead_letter}));
+    BOOST_TEST((relay == std::vector{missing_context_id_policy::dead_letter, missing_context_id_policy::handle,
+                                     missing_context_id_policy::dead_letter}));
+    const auto doc = seqinbox::yaml::parse_file(valid_file("missing_context_id"));
+    BOOST_TEST((doc.sequences.at(0).messages.at(2).missing_context_id == std::nullopt), "not set: the loader's default");
+}
+
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {
     try {
         seqinbox::yaml::load_string("sequences: 3\n", "inline.yaml", app_registry());

@@ -36,6 +36,8 @@ constexpr std::string_view validate_usage =
     "  --json               print the summary as JSON\n"
     "\n"
     "Built-in names: key, header:NAME, json:/pointer.\n"
+    "A type without missingContextId handles a message without a context id directly in the\n"
+    "library and dead-letters it in seqinbox run; each type's line says which applies.\n"
     "exit status: 0 every file is valid, 1 a file has problems (all listed on stderr),\n"
     "             2 usage error or unreadable file\n";
 
@@ -70,6 +72,21 @@ std::string release_text(const condition& c) {
 
 std::string name_or_none(const std::optional<yaml::name_use>& use) { return use ? use->name : "-"; }
 
+/// The policy as declared, else both defaults: the library's and the relay's.
+std::string missing_context_id_text(const yaml::message_entry& entry) {
+    if (entry.missing_context_id) return " (if missing: " + std::string(yaml::policy_name(*entry.missing_context_id)) + ")";
+    return " (if missing: " + std::string(yaml::policy_name(yaml::load_options{}.missing_context_id)) + " by default, " +
+           std::string(yaml::policy_name(yaml::relay_missing_context_id)) + " in seqinbox run)";
+}
+
+std::string missing_context_id_json(const yaml::message_entry& entry) {
+    const auto& declared = entry.missing_context_id;
+    const auto resolved = [&](missing_context_id_policy fallback) { return json_string(yaml::policy_name(declared.value_or(fallback))); };
+    return "{\"declared\": " + (declared ? json_string(yaml::policy_name(*declared)) : "null") +
+           ", \"library\": " + resolved(yaml::load_options{}.missing_context_id) +
+           ", \"relay\": " + resolved(yaml::relay_missing_context_id) + "}";
+}
+
 void print_text(const checked_file& f, std::ostream& out) {
     const auto& decls = f.result.decls;
     out << f.doc.file << ": valid, " << decls.sequences.size() << (decls.sequences.size() == 1 ? " sequence\n" : " sequences\n");
@@ -84,7 +101,7 @@ void print_text(const checked_file& f, std::ostream& out) {
             const auto& msg = seq.messages[m];
             const auto& entry = f.doc.sequences[s].messages[m];
             out << "  " << ++step << ". " << msg.qualified_type() << ": " << release_text(msg.release)
-                << "; context id " << name_or_none(entry.context_id);
+                << "; context id " << name_or_none(entry.context_id) << missing_context_id_text(entry);
             if (entry.filter) out << ", filter " << entry.filter->name;
             if (!msg.topic.empty()) out << ", topic " << msg.topic;
             if (!msg.cluster.empty()) out << ", cluster " << msg.cluster;
@@ -125,6 +142,7 @@ void print_json(const std::vector<checked_file>& files, std::ostream& out) {
                     << ", \"qualified_type\": " << json_string(msg.qualified_type())
                     << ", \"release\": " << json_string(release_text(msg.release))
                     << ", \"context_id_extractor\": " << json_string(name_or_none(entry.context_id))
+                    << ", \"missing_context_id\": " << missing_context_id_json(entry)
                     << ", \"message_filter\": " << (entry.filter ? json_string(entry.filter->name) : "null")
                     << ", \"topic\": " << json_string(msg.topic) << ", \"cluster\": " << json_string(msg.cluster) << "}";
                 first = false;

@@ -55,7 +55,8 @@ kafka::properties producer_properties(const relay_options& o) {
 declarations<std::string> load(const relay_options& o) {
     if (o.dead_letter_topic.empty()) misconfigured("the dead-letter topic is empty");
     if (o.consumer_threads == 0) misconfigured("consumer_threads is 0");
-    auto decls = yaml::load_file<std::string>(o.declarations, yaml::registry<std::string>{});
+    auto decls = yaml::load_file<std::string>(o.declarations, yaml::registry<std::string>{},
+                                              {.missing_context_id = yaml::relay_missing_context_id});
     for (const auto& [sequence, topic] : o.output_topics)
         if (std::ranges::none_of(decls.sequences, [&](const auto& s) { return s.name == sequence; }))
             misconfigured("an output topic is given for sequence '" + sequence + "', which " + o.declarations.string() +

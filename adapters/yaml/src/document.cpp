@@ -36,8 +36,9 @@ namespace {
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
 constexpr std::array<std::string_view, 4> sequence_keys{"name", "retentionPeriod", "messages", "recordingUntil"};
-constexpr std::array<std::string_view, 7> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
-                                                       "releaseCondition", "topic", "clusterName"};
+constexpr std::array<std::string_view, 8> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
+                                                       "releaseCondition", "topic", "clusterName", "missingContextId"};
+constexpr std::array policies{missing_context_id_policy::handle, missing_context_id_policy::dead_letter};
 constexpr std::array<std::string_view, 3> condition_keys{"predecessor", "and", "or"};
 
 // Maps visited, aliases counted: bounds the work a small file with many aliases can cause.
@@ -229,9 +230,20 @@ private:
         msg.filter = name(fields, "messageFilter", where);
         msg.topic = text(fields, "topic", where);
         msg.cluster = text(fields, "clusterName", where);
+        msg.missing_context_id = missing_context_id(fields, where);
         if (const auto* release = find(fields, "releaseCondition"); release && !release->second.IsNull())
             msg.release = condition_node(release->second, where, 1);
         seq.messages.push_back(std::move(msg));
+    }
+
+    std::optional<missing_context_id_policy> missing_context_id(const field_list& fields, const std::string& where) {
+        const auto value = text(fields, "missingContextId", where);
+        if (value.empty()) return std::nullopt;
+        const auto known = std::ranges::find(policies, value, policy_name);
+        if (known != policies.end()) return *known;
+        add(mark_of(find(fields, "missingContextId")->second),
+            where + ": unknown missingContextId " + quote(value) + "; expected handle or dead-letter");
+        return std::nullopt;
     }
 
     // A malformed node becomes `always`: it is reported here, and the rest of the tree keeps its shape.
@@ -439,6 +451,10 @@ document parse_file(const std::filesystem::path& path) {
     std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     if (in.bad()) throw error(error_category::configuration, "cannot read " + path.string());
     return parse_string(text, path.string());
+}
+
+std::string_view policy_name(missing_context_id_policy policy) {
+    return policy == missing_context_id_policy::dead_letter ? "dead-letter" : "handle";
 }
 
 std::string format(const std::string& file, const problem& p) {

@@ -14,13 +14,19 @@
 
 namespace seqinbox {
 
-/// Returns the context id of a message, or nothing: then the message is not sequenced.
+/// Returns the context id of a message, or nothing: then its type's missing_context_id policy applies.
 template <class Message>
 using context_id_extractor = std::function<std::optional<std::string>(const Message&, const envelope&)>;
 
 /// Returns false for a message that must bypass the inbox (handled directly, never claimed).
 template <class Message>
 using message_filter = std::function<bool(const Message&, const envelope&)>;
+
+/// What happens to a message whose extractor returns no context id (or an empty one), SPEC §2 step 2.
+enum class missing_context_id_policy {
+    handle,       ///< the listener is invoked directly, like a filtered message (the library's default)
+    dead_letter,  ///< the delivery is a bad message: error sink, acknowledged, no listener
+};
 
 template <class Message>
 struct message_declaration {
@@ -31,6 +37,7 @@ struct message_declaration {
     condition release{};               ///< default: released immediately
     std::string topic{};               ///< empty: the source's default topic
     std::string cluster{};             ///< empty: the default cluster
+    missing_context_id_policy missing_context_id = missing_context_id_policy::handle;
 
     std::string qualified_type() const { return qualify(type, subtype); }
 };

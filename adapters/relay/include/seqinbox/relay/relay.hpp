@@ -33,7 +33,8 @@
 namespace seqinbox::relay {
 
 struct relay_options {
-    /// The YAML sequence declarations (SPEC §4); only built-in extractors and resolvers.
+    /// The YAML sequence declarations (SPEC §4); only built-in extractors and resolvers. A type
+    /// without `missingContextId` dead-letters records without a context id (the library handles them).
     std::filesystem::path declarations{};
     /// libpq connection string of a database migrated with `seqinbox migrate`.
     std::string conninfo{};

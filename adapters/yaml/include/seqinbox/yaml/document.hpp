@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/declare/validate.hpp"
 #include "seqinbox/envelope.hpp"
 
@@ -42,6 +43,8 @@ struct message_entry {
     condition release;
     std::string topic;
     std::string cluster;
+    /// missingContextId; empty when the file does not set it (load_options then decides).
+    std::optional<missing_context_id_policy> missing_context_id;
 };
 
 struct sequence_entry {
@@ -79,6 +82,9 @@ document parse_string(std::string_view text, std::string file);
 /// Reads and parses a file. Throws seqinbox::error (configuration) only when it cannot be read;
 /// a file larger than max_file_size is a recorded problem.
 document parse_file(const std::filesystem::path& path);
+
+/// The spelling of a missing context id policy in files: `handle` or `dead-letter`.
+std::string_view policy_name(missing_context_id_policy policy);
 
 /// `file:line:col: text`.
 std::string format(const std::string& file, const problem& p);

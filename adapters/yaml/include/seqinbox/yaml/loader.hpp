@@ -22,7 +22,14 @@ struct load_options {
     /// Names neither built-in nor registered are accepted (and listed in `assumed`) instead of
     /// rejected; calling one throws. For checking files without the application's C++.
     bool assume_registered = false;
+    /// The policy of message types whose file does not set `missingContextId`. The library's
+    /// default is `handle` (SPEC §2); the relay passes `dead_letter`.
+    missing_context_id_policy missing_context_id = missing_context_id_policy::handle;
 };
+
+/// The relay's (`seqinbox run`) load_options::missing_context_id: a record it cannot sequence
+/// goes to the dead-letter topic instead of being published out of order.
+inline constexpr missing_context_id_policy relay_missing_context_id = missing_context_id_policy::dead_letter;
 
 template <class Message>
 struct load_result {
@@ -109,7 +116,8 @@ load_result<Message> bind_names(const document& doc, const registry<Message>& na
     for (const auto& seq : doc.sequences) {
         sequence_declaration<Message> s{seq.name, seq.retention, {}, seq.recording_until};
         for (const auto& m : seq.messages) {
-            message_declaration<Message> d{m.type, m.subtype, {}, {}, m.release, m.topic, m.cluster};
+            message_declaration<Message> d{m.type, m.subtype, {}, {}, m.release, m.topic, m.cluster,
+                                           m.missing_context_id.value_or(options.missing_context_id)};
             if (m.context_id) d.context_id = binder.extractor(*m.context_id);
             if (m.filter) d.filter = binder.filter(*m.filter);
             s.messages.push_back(std::move(d));
