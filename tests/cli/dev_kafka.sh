@@ -23,7 +23,7 @@ fail() {
 
 "$seqinbox" dev-kafka --topic orders:3 --topic orders-dlq:1 --brokers 2 --bootstrap-file "$work/servers" >"$work/out" 2>"$work/err" &
 pid=$!
-for _ in $(seq 200); do [[ -s $work/servers ]] && break; sleep 0.1; done
+for _ in $(seq 200); do [[ -s $work/servers ]] && break; kill -0 "$pid" 2>/dev/null || fail "dev-kafka exited"; sleep 0.1; done
 [[ -s $work/servers ]] || fail "no bootstrap file within 20 s"
 servers=$(cat "$work/servers")
 [[ $servers =~ ^127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+$ ]] || fail "bootstrap file holds '$servers', not two loopback brokers"
