@@ -1,7 +1,7 @@
 #pragma once
-// A librdkafka mock cluster inside the test process (NOTES-librdkafka-mock.md): an owner handle
-// created first and destroyed last, topics, a producer for test records and a reader that
-// fetches a topic's records without a consumer group.
+// The library's mock cluster (seqinbox/kafka/mock_cluster.hpp) with what tests need around it:
+// a producer for test records, a reader that fetches a topic's records without a consumer group,
+// committed offsets and end offsets.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -13,6 +13,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/kafka/mock_cluster.hpp"
 #include "seqinbox/kafka/properties.hpp"
 
 namespace seqinbox::testing {
@@ -34,32 +35,17 @@ inline kafka::properties consumer_properties(const std::string& bootstraps, cons
 
 class mock_cluster {
 public:
-    explicit mock_cluster(int brokers = 3) {
-        rd_kafka_conf_t* conf = rd_kafka_conf_new();
-        char reason[256];
-        rd_kafka_conf_set(conf, "log_level", "0", reason, sizeof reason);
-        owner_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, reason, sizeof reason);
-        if (!owner_) throw std::runtime_error(std::string("mock owner: ") + reason);
-        cluster_ = rd_kafka_mock_cluster_new(owner_, brokers);
-        if (!cluster_) throw std::runtime_error("rd_kafka_mock_cluster_new failed");
-        producer_ = make_producer();
-    }
+    explicit mock_cluster(int brokers = 3) : cluster_(brokers), producer_(make_producer()) {}
     mock_cluster(const mock_cluster&) = delete;
     mock_cluster& operator=(const mock_cluster&) = delete;
     ~mock_cluster() {
         rd_kafka_flush(producer_, 5000);
         rd_kafka_destroy(producer_);
-        rd_kafka_mock_cluster_destroy(cluster_);
-        rd_kafka_destroy(owner_);  // last: destroying it while its mock exists aborts
     }
 
-    std::string bootstraps() const { return rd_kafka_mock_cluster_bootstraps(cluster_); }
-    rd_kafka_mock_cluster_t* native() const { return cluster_; }
-
-    void create_topic(const std::string& topic, int partitions) {
-        if (rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1) != RD_KAFKA_RESP_ERR_NO_ERROR)
-            throw std::runtime_error("cannot create mock topic " + topic);
-    }
+    std::string bootstraps() const { return cluster_.bootstraps(); }
+    rd_kafka_mock_cluster_t* native() const { return cluster_.native(); }
+    void create_topic(const std::string& topic, int partitions) { cluster_.create_topic(topic, partitions); }
 
     /// Produces one record (partition -1: by key) and waits until it is acknowledged.
     void produce(const std::string& topic, const envelope& record, std::int32_t partition = -1) {
@@ -191,8 +177,7 @@ private:
         return producer;
     }
 
-    rd_kafka_t* owner_ = nullptr;
-    rd_kafka_mock_cluster_t* cluster_ = nullptr;
+    kafka::mock_cluster cluster_;  // outlives the producer
     rd_kafka_t* producer_ = nullptr;
     int failed_deliveries_ = 0;
 };

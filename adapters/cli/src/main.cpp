@@ -18,6 +18,9 @@
 #include "migrate.hpp"
 #include "operate.hpp"
 #endif
+#ifdef SEQINBOX_CLI_HAS_KAFKA
+#include "dev_kafka.hpp"
+#endif
 #ifdef SEQINBOX_CLI_HAS_RELAY
 #include "housekeep.hpp"
 #include "run.hpp"
@@ -57,6 +60,10 @@ constexpr std::array subcommands{
     subcommand{"housekeep", "run the housekeeping jobs once (--once)", housekeep_command, "seqinbox housekeep --help"},
     subcommand{"run", "the relay: Kafka in, ordered and deduplicated Kafka out, until SIGTERM", run_command,
                "seqinbox run --help"},
+#endif
+#ifdef SEQINBOX_CLI_HAS_KAFKA
+    subcommand{"dev-kafka", "an in-memory Kafka cluster for trying things out and tests, until SIGTERM", dev_kafka_command,
+               "seqinbox dev-kafka --help"},
 #endif
 };
 

@@ -1,15 +1,13 @@
 // seqinbox run: see run.hpp.
 #include "run.hpp"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <iostream>
 #include <optional>
 #include <string>
 
 #include "options.hpp"
 #include "service_flags.hpp"
+#include "stop_signals.hpp"
 #include "seqinbox/relay/relay.hpp"
 
 namespace seqinbox::cli {
@@ -123,23 +121,6 @@ std::optional<relay::relay_options> parse(std::span<const std::string_view> args
     return std::move(call.options);
 }
 
-/// Blocks SIGTERM and SIGINT in this thread and every thread it starts afterwards, so that
-/// only wait_for_stop_signal() receives them.
-sigset_t block_stop_signals() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return signals;
-}
-
-int wait_for_stop_signal(const sigset_t& signals) {
-    int received = 0;
-    sigwait(&signals, &received);
-    return received;
-}
-
 }  // namespace
 
 int run_command(std::span<const std::string_view> args) {
@@ -148,8 +129,8 @@ int run_command(std::span<const std::string_view> args) {
     const sigset_t signals = block_stop_signals();
     relay::relay service(*options, std::cerr);
     service.start();
-    const int received = wait_for_stop_signal(signals);
-    std::cerr << "info stopping on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << '\n';
+    const std::string_view received = wait_for_stop_signal(signals);
+    std::cerr << "info stopping on " << received << '\n';
     service.stop();
     return exit_ok;
 }
