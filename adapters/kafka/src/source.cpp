@@ -82,7 +82,7 @@ struct source::impl {
         std::string cluster;
         detail::client_ptr client{};  ///< destroying it closes the member: its callbacks still run
         bool cooperative = false;   ///< incremental (cooperative-sticky) rather than eager rebalances
-        std::string offset_reset;   ///< where a partition without a committed offset starts
+        std::string offset_reset{};  ///< where a partition without a committed offset starts
         int assigned = 0;           ///< partitions assigned now (changed by rebalances, under the poll lock)
     };
 
