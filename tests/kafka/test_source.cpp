@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -151,14 +153,53 @@ BOOST_AUTO_TEST_CASE(a_record_given_back_is_polled_again_and_commits_only_when_d
     for (std::int64_t o = 0; o < 4; ++o) t.polled(p0, o);
     t.decided(p0, 0);
     t.decided(p0, 2);
-    t.given_back(p0, 1);  // 1, 2 and 3 come again
-    BOOST_TEST(t.in_flight_total() == 0u);
+    t.given_back(p0, 1);  // 1 comes again; 3 is still held by another thread
+    BOOST_TEST(t.in_flight_total() == 1u);
+    BOOST_TEST(t.seek_target(p0).value_or(-1) == 1);
     BOOST_TEST(t.take_commits(0).at(0).offset == 1);
-    t.decided(p0, 3);  // a late decision of a record given back counts for nothing
+    t.decided(p0, 3);  // decided while 1 waits to be polled again: the floor holds
     BOOST_TEST(t.take_commits(0).empty());
-    for (std::int64_t o = 1; o < 4; ++o) t.polled(p0, o);
-    for (std::int64_t o = 1; o < 4; ++o) t.decided(p0, o);
+    for (std::int64_t o = 1; o < 4; ++o) t.polled(p0, o);  // the seek back to 1 polls 2 and 3 again
+    BOOST_TEST(!t.seek_target(p0).has_value());
+    BOOST_TEST(t.in_flight_total() == 1u);
+    t.decided(p0, 1);
     BOOST_TEST(t.take_commits(0).at(0).offset == 4);
+    t.decided(p0, 2);  // the second copies are duplicates
+    t.decided(p0, 3);
+    BOOST_TEST(t.in_flight_total() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(two_threads_giving_back_records_of_one_partition_seek_to_the_lower_one) {
+    offset_tracker t;
+    for (std::int64_t o = 0; o < 6; ++o) t.polled(p0, o);
+    t.given_back(p0, 4);
+    t.given_back(p0, 2);  // whichever seek runs last, it goes to 2
+    BOOST_TEST(t.seek_target(p0).value_or(-1) == 2);
+    t.polled(p0, 2);  // the seek took effect
+    BOOST_TEST(t.seek_target(p0).value_or(-1) == 4);  // 3 was polled: 4 is the one left
+    t.polled(p0, 3);
+    t.polled(p0, 4);
+    BOOST_TEST(!t.seek_target(p0).has_value());
+    t.given_back(p0, 0);
+    t.given_back(p0, 0);  // once is enough
+    BOOST_TEST(t.in_flight_total() == 5u);  // 1 to 5
+    BOOST_TEST(t.seek_target(p0).value_or(-1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_polled_between_a_give_back_and_its_seek_does_not_move_the_commit_past_it) {
+    offset_tracker t;
+    for (std::int64_t o = 0; o < 4; ++o) t.polled(p0, o);  // thread A holds 1, thread B holds 3
+    t.decided(p0, 0);
+    t.given_back(p0, 1);
+    t.polled(p0, 4);  // fetched before the seek back to 1 took effect
+    t.decided(p0, 4);
+    t.decided(p0, 3);
+    BOOST_TEST(t.in_flight_total() == 1u);  // 2 is still held
+    for (const auto& due : t.take_commits(0, true)) BOOST_TEST(due.offset <= 1);
+    t.polled(p0, 1);
+    t.decided(p0, 1);
+    t.decided(p0, 2);
+    BOOST_TEST(t.take_commits(0).at(0).offset == 5);
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_commit_makes_the_position_due_again_and_revoked_partitions_are_forgotten) {
@@ -178,18 +219,19 @@ BOOST_AUTO_TEST_CASE(a_failed_commit_makes_the_position_due_again_and_revoked_pa
     BOOST_TEST(t.in_flight_total() == 1u);  // the other cluster's record
 }
 
-BOOST_AUTO_TEST_CASE(a_position_set_aside_at_revocation_is_committed_only_when_the_partition_comes_back) {
+BOOST_AUTO_TEST_CASE(a_revocation_commit_covers_a_position_whose_asynchronous_commit_is_in_flight) {
     offset_tracker t;
+    const kafka::detail::partition_id p1{0, "orders", 1};
     t.polled(p0, 1);
-    t.polled(p0, 2);
+    t.polled(p1, 1);
     t.decided(p0, 1);
-    t.set_aside(0, [](const auto&) { return true; });
-    BOOST_TEST(t.in_flight_total() == 0u);
-    BOOST_TEST(t.take_commits(0, true).empty());
-    t.assigned(p0);
-    const auto due = t.take_commits(0);
+    t.decided(p1, 1);
+    BOOST_TEST(t.take_commits(0).size() == 2u);  // sent asynchronously, outcome unknown
+    const auto revoked = [&](const auto& where) { return where == p0; };
+    const auto due = t.take_commits(0, revoked, true);
     BOOST_TEST_REQUIRE(due.size() == 1u);
     BOOST_TEST(due[0].offset == 2);
+    BOOST_TEST(t.take_commits(0, revoked).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -252,6 +294,36 @@ BOOST_FIXTURE_TEST_CASE(out_of_order_and_duplicated_records_of_100_contexts_are_
     expect_all_committed(cluster, "e2e");
     BOOST_TEST_MESSAGE("records " << work.records.size() << ", logical " << work.logical << ", commits "
                                   << s.source.statistics().commits);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_group_starts_at_the_earliest_record_and_reports_where_each_partition_starts) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, 2);
+    for (int n = 0; n < 6; ++n) cluster.produce(topic, si::envelope{.key = "k", .value = std::to_string(n)}, n % 2);
+    cluster.flush();
+    std::vector<std::string> reported;
+    std::mutex reported_mutex;
+    kafka::source_options options;
+    options.clusters = {{"", si::testing::consumer_properties(cluster.bootstraps(), "new-group")}};
+    options.clusters[0].consumer.erase("auto.offset.reset");  // the library's own default
+    options.report = [&](std::string_view line) {
+        std::lock_guard lock(reported_mutex);
+        reported.emplace_back(line);
+    };
+    kafka::source source(options, {{"", {topic}}});
+    std::size_t polled = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (polled < 6 && std::chrono::steady_clock::now() < deadline)
+        if (const auto record = source.poll()) {
+            ++polled;
+            source.acknowledge(*record);
+        }
+    source.close();
+    BOOST_TEST(polled == 6u);  // records produced before the group's first join
+    std::lock_guard lock(reported_mutex);
+    for (const std::string partition : {"orders/0", "orders/1"})
+        BOOST_TEST(std::ranges::count(reported, "cluster '': " + partition + " has no committed offset: starts at the earliest offset") ==
+                   1);
 }
 
 /// Two members of one group with `strategy`; the second joins while the first is mid-stream.

@@ -6,7 +6,13 @@ namespace seqinbox::kafka::detail {
 
 void offset_tracker::polled(const partition_id& where, std::int64_t offset) {
     auto& state = partitions_[where];
-    if (state.polled.emplace(offset, false).second) ++state.in_flight;
+    auto [record, added] = state.polled.emplace(offset, record_state::in_flight);
+    if (added || record->second == record_state::given_back) {
+        record->second = record_state::in_flight;
+        ++state.in_flight;
+    }
+    // Polled again while another thread still holds it (the consumer sought back before it), or
+    // decided already: one entry, whoever decides first.
 }
 
 void offset_tracker::decided(const partition_id& where, std::int64_t offset) {
@@ -14,10 +20,14 @@ void offset_tracker::decided(const partition_id& where, std::int64_t offset) {
     if (found == partitions_.end()) return;  // revoked meanwhile: the new owner decides again
     auto& state = found->second;
     const auto record = state.polled.find(offset);
-    if (record == state.polled.end() || record->second) return;  // given back or decided twice
-    record->second = true;
-    --state.in_flight;
-    while (!state.polled.empty() && state.polled.begin()->second) {
+    if (record == state.polled.end() || record->second == record_state::decided) return;  // decided twice
+    if (record->second == record_state::in_flight) --state.in_flight;
+    record->second = record_state::decided;  // a copy polled twice may be decided after the other was given back
+    advance(state);
+}
+
+void offset_tracker::advance(partition_state& state) {
+    while (!state.polled.empty() && state.polled.begin()->second == record_state::decided) {
         state.position = std::max(state.position, state.polled.begin()->first + 1);
         state.polled.erase(state.polled.begin());
     }
@@ -25,20 +35,20 @@ void offset_tracker::decided(const partition_id& where, std::int64_t offset) {
 
 void offset_tracker::given_back(const partition_id& where, std::int64_t offset) {
     const auto found = partitions_.find(where);
-    if (found == partitions_.end()) return;
+    if (found == partitions_.end()) return;  // revoked meanwhile: the new owner starts before it
     auto& state = found->second;
-    for (auto it = state.polled.lower_bound(offset); it != state.polled.end(); it = state.polled.erase(it))
-        if (!it->second) --state.in_flight;
+    const auto record = state.polled.find(offset);
+    if (record == state.polled.end() || record->second != record_state::in_flight) return;  // decided, or given back already
+    record->second = record_state::given_back;
+    --state.in_flight;
 }
 
-std::vector<commit_position> offset_tracker::take_commits(std::size_t cluster, bool all) {
-    std::vector<commit_position> result;
-    for (auto& [where, state] : partitions_)
-        if (where.cluster == cluster && state.assigned && state.position >= 0 && (all || state.position > state.committed)) {
-            result.push_back({where, state.position});
-            state.committed = state.position;
-        }
-    return result;
+std::optional<std::int64_t> offset_tracker::seek_target(const partition_id& where) const {
+    const auto found = partitions_.find(where);
+    if (found == partitions_.end()) return std::nullopt;
+    for (const auto& [offset, state] : found->second.polled)
+        if (state == record_state::given_back) return offset;
+    return std::nullopt;
 }
 
 void offset_tracker::commit_failed(const commit_position& position) {

@@ -1,12 +1,16 @@
 #pragma once
 // Private to seqinbox::kafka: which offset each partition may commit. A partition's records are
 // in flight from poll until decided (acknowledged) or given back (redelivered); the commit
-// position is the offset after the longest decided prefix of what was polled, so a gap left by a
-// record still in flight holds back everything behind it. Not thread-safe (the source locks).
+// position is the offset after the longest decided prefix of what was polled, so a record in
+// flight or given back holds back everything behind it. A given-back record stays in the
+// prefix as a floor until it is polled again and decided: the consumer seeks back to the lowest
+// such record (seek_target), whichever thread gave back which, so no two seeks of one partition
+// can skip one. Not thread-safe (the source locks).
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,13 +33,30 @@ public:
     void polled(const partition_id& where, std::int64_t offset);
     /// Decided records are committable once every earlier polled record of the partition is.
     void decided(const partition_id& where, std::int64_t offset);
-    /// `offset` and everything polled after it in its partition will be polled again.
+    /// No decision was reached for `offset`: it must be polled again (seek to seek_target()),
+    /// and the commit position stays at or below it until then.
     void given_back(const partition_id& where, std::int64_t offset);
+    /// Where the consumer must seek so that every given-back record of `where` is polled again:
+    /// the lowest one not polled again yet; nothing when none is pending.
+    std::optional<std::int64_t> seek_target(const partition_id& where) const;
 
-    /// Positions of assigned partitions that moved since they were last taken, for cluster `cluster`; taking them
-    /// counts them as committed (commit_failed() undoes that). `all`: every known position,
-    /// also those taken by commits whose outcome is not known yet.
-    std::vector<commit_position> take_commits(std::size_t cluster, bool all = false);
+    /// Positions that moved since they were last taken, of the assigned partitions of consumer
+    /// `cluster` that `owned` accepts; taking them counts them as committed (commit_failed()
+    /// undoes that). `all`: every known position, also those taken by commits whose outcome is
+    /// not known yet.
+    template <class Predicate>
+    std::vector<commit_position> take_commits(std::size_t cluster, Predicate owned, bool all = false) {
+        std::vector<commit_position> result;
+        for (auto& [where, state] : partitions_)
+            if (where.cluster == cluster && owned(where) && state.position >= 0 && (all || state.position > state.committed)) {
+                result.push_back({where, state.position});
+                state.committed = state.position;
+            }
+        return result;
+    }
+    std::vector<commit_position> take_commits(std::size_t cluster, bool all = false) {
+        return take_commits(cluster, [](const partition_id&) { return true; }, all);
+    }
     void commit_failed(const commit_position& position);
 
     /// Records polled but not yet decided or given back, in the partitions of `cluster` that
@@ -47,36 +68,24 @@ public:
             if (where.cluster == cluster && owned(where)) count += state.in_flight;
         return count;
     }
-    /// Forgets the partitions of `cluster` that `owned` accepts (revoked, positions committed).
+    /// Forgets the partitions of `cluster` that `owned` accepts (revoked): when one comes back,
+    /// it starts afresh from the group's committed offset, whatever was decided here before.
     template <class Predicate>
     void forget(std::size_t cluster, Predicate owned) {
         std::erase_if(partitions_, [&](const auto& entry) { return entry.first.cluster == cluster && owned(entry.first); });
     }
-    /// Keeps only the positions of those partitions (revoked before they could be committed):
-    /// they are committed if the partitions come back (a member must not commit partitions it
-    /// does not own, which would make it rejoin its group), and records polled again count afresh.
-    template <class Predicate>
-    void set_aside(std::size_t cluster, Predicate owned) {
-        for (auto& [where, state] : partitions_)
-            if (where.cluster == cluster && owned(where)) {
-                state.polled.clear();
-                state.in_flight = 0;
-                state.assigned = false;
-                state.committed = -1;
-            }
-    }
-    void assigned(const partition_id& where) { partitions_[where].assigned = true; }
 
     std::size_t in_flight_total() const;
 
 private:
+    enum class record_state { in_flight, decided, given_back };
     struct partition_state {
-        std::map<std::int64_t, bool> polled;  ///< offset -> decided, from the oldest undecided one
+        std::map<std::int64_t, record_state> polled;  ///< from the oldest record not decided
         std::size_t in_flight = 0;
         std::int64_t position = -1;   ///< next offset to commit; -1 while nothing was decided
         std::int64_t committed = -1;  ///< the position last taken for a commit
-        bool assigned = true;
     };
+    void advance(partition_state& state);
     std::map<partition_id, partition_state> partitions_;
 };
 

@@ -35,6 +35,7 @@ properties checked_consumer_properties(const cluster_config& cluster) {
     properties props = cluster.consumer;
     props["enable.auto.commit"] = "false";
     props["enable.auto.offset.store"] = "false";
+    props.try_emplace("auto.offset.reset", std::string(default_offset_reset));
     return props;
 }
 
@@ -81,6 +82,7 @@ struct source::impl {
         std::string cluster;
         detail::client_ptr client{};  ///< destroying it closes the member: its callbacks still run
         bool cooperative = false;   ///< incremental (cooperative-sticky) rather than eager rebalances
+        std::string offset_reset;   ///< where a partition without a committed offset starts
         int assigned = 0;           ///< partitions assigned now (changed by rebalances, under the poll lock)
         bool ever_assigned = false;  ///< an assignment (maybe empty) arrived since the start
     };
@@ -130,6 +132,7 @@ struct source::impl {
         auto member = std::make_unique<consumer>(consumer{this, consumers.size(), cluster.name});
         member->cooperative = detail::property_or(cluster.consumer, "partition.assignment.strategy", "").find("cooperative") !=
                               std::string::npos;
+        member->offset_reset = detail::property_or(cluster.consumer, "auto.offset.reset", std::string(default_offset_reset));
         const std::string role = "Kafka consumer of cluster '" + cluster.name + "'";
         auto conf = detail::make_conf(checked_consumer_properties(cluster), role);
         rd_kafka_conf_set_rebalance_cb(conf.get(), on_rebalance);
@@ -211,26 +214,36 @@ struct source::impl {
         commit_if_due();
     }
 
+    /// The record counts as given back at once (a revocation waiting for in-flight records must
+    /// not wait for it); the seek follows between two polls, to the partition's lowest record
+    /// given back and not polled again by then, so that concurrent give-backs cannot skip one.
     void redeliver(const envelope& record) {
-        const std::size_t index = index_of(record);
+        const partition_id where = id_of(index_of(record), record);
         {
             std::lock_guard lock(mutex);
-            tracker.given_back(id_of(index, record), record.offset);
+            tracker.given_back(where, record.offset);
             ++stats.redelivered;
         }
         decided.notify_all();
-        seek(*consumers[index], record);
+        std::lock_guard poll_lock(poll_mutex);
+        if (closed) return;  // the next owner starts from the last commit, which is behind it
+        std::optional<std::int64_t> target;
+        {
+            std::lock_guard lock(mutex);
+            target = tracker.seek_target(where);
+        }
+        if (target) seek(*consumers[where.cluster], where, *target);
     }
 
-    void seek(consumer& c, const envelope& record) {
+    void seek(consumer& c, const partition_id& where, std::int64_t offset) {
         detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(1));
-        rd_kafka_topic_partition_list_add(list.get(), record.topic.c_str(), record.partition)->offset = record.offset;
+        rd_kafka_topic_partition_list_add(list.get(), where.topic.c_str(), where.partition)->offset = offset;
         if (rd_kafka_error_t* failure = rd_kafka_seek_partitions(c.client.get(), list.get(), 10000)) {
             const std::string text = rd_kafka_error_string(failure);
             rd_kafka_error_destroy(failure);
             // not owned any more: the new owner starts from the last commit, which is behind it
-            report("cluster '" + c.cluster + "': seeking back to " + record.topic + "/" + std::to_string(record.partition) +
-                   "@" + std::to_string(record.offset) + ": " + text);
+            report("cluster '" + c.cluster + "': seeking back to " + where.topic + "/" + std::to_string(where.partition) + "@" +
+                   std::to_string(offset) + ": " + text);
         }
     }
 
@@ -328,6 +341,7 @@ struct source::impl {
                         std::to_string(partitions->cnt) + " partitions");
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->note_assigned(c, *partitions);
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->report_start_positions(c, *partitions);
         apply_assignment(client, c.cooperative, err, partitions);
         c.assigned = assigned_after(c, err, partitions->cnt);
     }
@@ -352,9 +366,32 @@ struct source::impl {
         }
     }
 
+    /// A partition assigned (again) starts from the group's committed offset: nothing this
+    /// member tracked for it before may be committed now (another member may have committed
+    /// further meanwhile).
     void note_assigned(consumer& c, const rd_kafka_topic_partition_list_t& partitions) {
         std::lock_guard lock(mutex);
-        for (int i = 0; i < partitions.cnt; ++i) tracker.assigned({c.index, partitions.elems[i].topic, partitions.elems[i].partition});
+        tracker.forget(c.index, named_in(partitions));
+    }
+
+    /// One line per assigned partition: its committed offset, or where it starts without one.
+    void report_start_positions(consumer& c, const rd_kafka_topic_partition_list_t& partitions) {
+        detail::partition_list_ptr committed(rd_kafka_topic_partition_list_copy(&partitions));
+        const auto err = rd_kafka_committed(c.client.get(), committed.get(), 5000);
+        for (int i = 0; i < committed->cnt; ++i) {
+            const auto& p = committed->elems[i];
+            const std::string name = std::string(p.topic) + "/" + std::to_string(p.partition);
+            if (err != RD_KAFKA_RESP_ERR_NO_ERROR || p.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+                report("cluster '" + c.cluster + "': " + name + " starts at its committed offset (not known: " +
+                       rd_kafka_err2str(err ? err : p.err) + ")");
+            else if (p.offset >= 0)
+                report("cluster '" + c.cluster + "': " + name + " starts at committed offset " + std::to_string(p.offset));
+            else
+                report("cluster '" + c.cluster + "': " + name + " has no committed offset: starts at the " +
+                       (c.offset_reset == "earliest" || c.offset_reset == "smallest" || c.offset_reset == "beginning"
+                            ? std::string("earliest offset")
+                            : "offset auto.offset.reset=" + c.offset_reset + " says"));
+        }
     }
 
     /// Before revoked partitions go to another member: wait for their in-flight records, commit.
@@ -366,21 +403,16 @@ struct source::impl {
             const bool idle = decided.wait_for(lock, options.revoke_timeout, [&] { return tracker.in_flight(c.index, owned) == 0; });
             if (!idle)
                 report("cluster '" + c.cluster + "': records still in flight after revoke_timeout; the new owner receives them again");
-            for (auto& position : tracker.take_commits(c.index))
-                if (owned(position.where)) due.push_back(std::move(position));
-                else tracker.commit_failed(position);  // not this revocation's: stays due
+            due = tracker.take_commits(c.index, owned, true);  // also positions whose asynchronous commit may still fail
         }
         try {
             if (!due.empty()) send_commit(c, due, false);
-            std::lock_guard lock(mutex);
-            tracker.forget(c.index, owned);
         } catch (const error& e) {
-            // The next owner starts from the previous commit (duplicates, no loss); the positions
-            // stay due and are committed once this member is back in the group.
+            // The next owner starts from the previous commit: duplicates, no loss.
             report(std::string("commit before revocation failed: ") + e.what());
-            std::lock_guard lock(mutex);
-            tracker.set_aside(c.index, owned);
         }
+        std::lock_guard lock(mutex);
+        tracker.forget(c.index, owned);
     }
 
     // ---- shutdown ----

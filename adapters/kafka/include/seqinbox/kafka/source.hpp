@@ -4,15 +4,24 @@
 //
 // Offsets. Auto-commit is off. A polled record stays in flight until the inbox acknowledges it
 // (its decision is durable) or gives it back (redeliver: the consumer seeks back to it). The
-// offset committed for a partition is the first record still in flight, so a record is committed
-// only after the decision for it and for every earlier record of its partition is durable.
+// offset committed for a partition is the first record not decided yet, so a record is committed
+// only after the decision for it and for every earlier record of its partition is durable. A
+// record given back holds the commit position until it was polled again and decided; when
+// several threads give back records of one partition, the consumer seeks to the lowest of them.
 // Commits are asynchronous, at most every `commit_interval`; close() and every partition
 // revocation commit synchronously. After a crash, records past the last commit come again and
 // the inbox skips the ones already decided as duplicates.
 //
+// Where a new group starts. A partition without a committed offset starts at its earliest
+// record (`auto.offset.reset` defaults to `default_offset_reset`, not librdkafka's `latest`):
+// an inbox must not skip what was produced before its group first joined. Set
+// `auto.offset.reset=latest` in the cluster's properties to start at the end instead. Each
+// assignment is reported (options.report), one line per partition with where it starts.
+//
 // Rebalances. Before partitions are revoked, the source waits (up to `revoke_timeout`) until the
 // records of those partitions polled by any thread are decided, then commits them; a record
 // decided later is simply delivered again to the new owner and skipped there as a duplicate.
+// A partition assigned again starts from the group's committed offset.
 //
 // Timing (SPEC §2): a consumer thread polls again only after the inbox decided its record, which
 // includes the listener and the release pass it may trigger (every buffered successor replayed
@@ -42,6 +51,9 @@
 #include "seqinbox/source/concept.hpp"
 
 namespace seqinbox::kafka {
+
+/// `auto.offset.reset` unless a cluster's properties say otherwise: start where nothing is lost.
+inline constexpr std::string_view default_offset_reset = "earliest";
 
 /// One Kafka cluster to consume: its name (what a declaration's `cluster` refers to; "" is the
 /// default cluster) and its consumer properties (bootstrap.servers and group.id are required).
