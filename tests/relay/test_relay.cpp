@@ -1,8 +1,10 @@
 // `seqinbox run` (the relay) and `seqinbox housekeep --once` as a user runs them: the real
 // program as a child process, against librdkafka's mock cluster and a throwaway PostgreSQL.
 // Out-of-order, duplicated input becomes in-order output once per logical message; SIGTERM
-// mid-stream then a restart loses and repeats nothing; /metrics and /healthz answer; expired
-// instances' WAITING messages reach the dead-letter topic before removal.
+// mid-stream then a restart loses and repeats nothing; database outages under four consumer
+// threads lose nothing; a cooperative member SIGTERMed before its first assignment exits 0;
+// /metrics and /healthz answer; expired instances' WAITING messages reach the dead-letter topic
+// before removal.
 #define BOOST_TEST_MODULE seqinbox relay
 #include <boost/test/unit_test.hpp>
 
@@ -321,8 +323,9 @@ BOOST_AUTO_TEST_CASE(sigterm_between_join_and_first_assignment_of_a_cooperative_
     std::vector<std::unique_ptr<relay_process>> started;
     for (int m = 0; m < members; ++m) {
         const std::string group = "relay-cooperative-" + std::to_string(m);
-        rd_kafka_mock_coordinator_set(world.cluster.native(), "group", group.c_str(), 1);
-        rd_kafka_mock_broker_push_request_error_rtts(world.cluster.native(), 1, sync_group, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 2000);
+        BOOST_TEST_REQUIRE(!rd_kafka_mock_coordinator_set(world.cluster.native(), "group", group.c_str(), 1));
+        BOOST_TEST_REQUIRE(
+            !rd_kafka_mock_broker_push_request_error_rtts(world.cluster.native(), 1, sync_group, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 2000));
         auto arguments = world.arguments(group);
         for (const char* property : {"partition.assignment.strategy=cooperative-sticky", "debug=cgrp", "log_level=7"})
             arguments.insert(arguments.end(), {"--consumer-property", property});
