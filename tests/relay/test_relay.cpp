@@ -1,8 +1,10 @@
 // `seqinbox run` (the relay) and `seqinbox housekeep --once` as a user runs them: the real
 // program as a child process, against librdkafka's mock cluster and a throwaway PostgreSQL.
 // Out-of-order, duplicated input becomes in-order output once per logical message; SIGTERM
-// mid-stream then a restart loses and repeats nothing; /metrics and /healthz answer; expired
-// instances' WAITING messages reach the dead-letter topic before removal.
+// mid-stream then a restart loses and repeats nothing; database outages under four consumer
+// threads lose nothing; a cooperative member SIGTERMed before its first assignment exits 0;
+// /metrics and /healthz answer; expired instances' WAITING messages reach the dead-letter topic
+// before removal.
 #define BOOST_TEST_MODULE seqinbox relay
 #include <boost/test/unit_test.hpp>
 
@@ -10,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,10 +74,10 @@ struct relay_world {
         return path;
     }
 
-    std::vector<std::string> arguments(const std::string& group = "relay-test") const {
+    std::vector<std::string> arguments(const std::string& group = "relay-test", int threads = 2) const {
         return {"--declarations", (dir / "orders.yaml").string(), "--postgres", conninfo, "--bootstrap-servers", cluster.bootstraps(),
                 "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
-                "--group-id", group, "--threads", "2", "--http-port", "0", "--actions-every", "200ms",
+                "--group-id", group, "--threads", std::to_string(threads), "--http-port", "0", "--actions-every", "200ms",
                 "--housekeeping-every", "1s", "--removal-delay", "1h", "--consumer-property", "session.timeout.ms=6000",
                 "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
                 "--producer-property", "log_level=0"};
@@ -93,11 +97,21 @@ struct relay_world {
 
     /// Makes the database refuse every connection and ends the open ones, or lets them in again.
     void refuse_connections(bool refuse) const {
-        const auto from = conninfo.find("dbname=") + 7;
-        const auto name = conninfo.substr(from, conninfo.find(' ', from) - from);
         soci::session admin(soci::postgresql, si::test::pg_server::shared().conninfo());
-        admin << "ALTER DATABASE " + name + " ALLOW_CONNECTIONS " + (refuse ? "false" : "true");
-        if (refuse) admin << "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" + name + "'";
+        admin << "ALTER DATABASE " + database_name() + " ALLOW_CONNECTIONS " + (refuse ? "false" : "true");
+        if (refuse) terminate_connections();
+    }
+
+    /// Ends every open connection to the database (the relay reconnects); how many were ended.
+    long long terminate_connections() const {
+        soci::session admin(soci::postgresql, si::test::pg_server::shared().conninfo());
+        return si::test::count(admin, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+                                          database_name() + "'");
+    }
+
+    std::string database_name() const {
+        const auto from = conninfo.find("dbname=") + 7;
+        return conninfo.substr(from, conninfo.find(' ', from) - from);
     }
 
     static inline int next_dir = 0;
@@ -151,8 +165,9 @@ void buffer_in_expired_instance(const std::string& conninfo, const std::string& 
 }
 
 /// Waits until `sql` counts at least `n`.
-bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n,
+                    std::chrono::seconds patience = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
     while (count(conninfo, sql) < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return count(conninfo, sql) >= n;
 }
@@ -246,6 +261,92 @@ BOOST_AUTO_TEST_CASE(a_crash_mid_stream_repeats_at_most_one_message_per_consumer
     // committed — at most one such message per consumer thread (--threads 2).
     const auto records = world.cluster.read_all(output, output_partitions, work.logical + 3, std::chrono::seconds(5));
     expect_in_declared_order(records, work, 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_database_outage_under_four_consumer_threads_loses_nothing) {
+    // Every consumer thread fails at once, five times mid-stream: each hands its record back for
+    // redelivery. A record skipped then would leave its successors WAITING for good.
+    relay_world world;
+    const si::testing::order_workload work(800, 0.1, 24);
+    work.produce(world.cluster, input, input_partitions, 9);
+    const std::string group = "relay-outage";
+    relay_process relay(world.arguments(group, 4), world.dir / "relay.log");
+    const auto logical = static_cast<long long>(work.logical);
+    constexpr int outages = 5;
+    for (int outage = 1; outage <= outages; ++outage) {
+        BOOST_TEST_REQUIRE(world.wait_for_output(logical * outage / (outages + 2)), relay.log());
+        BOOST_TEST(world.terminate_connections() > 0, "outage " << outage << " ended the relay's connections");
+    }
+    BOOST_TEST_MESSAGE("published when the last outage began: " << world.published() << " of " << logical);
+
+    si::testing::committed_watch input_done(world.cluster, group, input, input_partitions);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!input_done.reached() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    BOOST_TEST_REQUIRE(input_done.reached(), "the relay committed the end of its input within 120 s\n" << relay.log());
+    const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
+    wait_for_count(world.conninfo, processed, logical, std::chrono::seconds(20));  // the last releases after the last commit
+    const auto waiting = count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'");
+    BOOST_TEST(waiting == 0, waiting << " messages WAITING for predecessors that never came again");
+    BOOST_TEST(count(world.conninfo, processed) == logical);
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    const auto records = world.cluster.read_all(output, output_partitions, static_cast<std::size_t>(world.published()));
+    expect_in_declared_order(records, work, records.size());  // at least once: an outage may repeat a publish
+    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(2)).empty(), "nothing is dead-lettered");
+}
+
+/// Waits until the log of `relay` contains `text`.
+bool wait_for_log(const relay_process& relay, const std::string& text, std::chrono::seconds patience = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!si::test::contains(relay.log(), text) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return si::test::contains(relay.log(), text);
+}
+
+/// `log` without librdkafka's debug lines (they start with "%7|").
+std::string without_debug_lines(const std::string& log) {
+    std::istringstream lines(log);
+    std::string kept;
+    for (std::string line; std::getline(lines, line);)
+        if (!line.starts_with("%7|")) kept += line + '\n';
+    return kept;
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_between_join_and_first_assignment_of_a_cooperative_member_exits_0) {
+    // librdkafka before 2.3.0 asserts when it destroys a cooperative-sticky member that joined
+    // its group but has no assignment yet. The mock delays each SyncGroup reply (which carries
+    // the assignment) by 2 s, and each member is stopped after its JoinGroup reply, in that gap.
+    relay_world world;
+    constexpr int members = 6;
+    constexpr std::int16_t sync_group = 14;
+    std::mt19937 rng(25);
+    std::vector<std::unique_ptr<relay_process>> started;
+    for (int m = 0; m < members; ++m) {
+        const std::string group = "relay-cooperative-" + std::to_string(m);
+        BOOST_TEST_REQUIRE(!rd_kafka_mock_coordinator_set(world.cluster.native(), "group", group.c_str(), 1));
+        BOOST_TEST_REQUIRE(
+            !rd_kafka_mock_broker_push_request_error_rtts(world.cluster.native(), 1, sync_group, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 2000));
+        auto arguments = world.arguments(group);
+        for (const char* property : {"partition.assignment.strategy=cooperative-sticky", "debug=cgrp", "log_level=7"})
+            arguments.insert(arguments.end(), {"--consumer-property", property});
+        started.push_back(std::make_unique<relay_process>(arguments, world.dir / (group + ".log")));
+    }
+    std::vector<int> exit_codes(members, -1);
+    {
+        std::vector<std::jthread> stoppers;  // each member is stopped in its own gap
+        for (int m = 0; m < members; ++m)
+            stoppers.emplace_back([&, m, pause = std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 1000)(rng))] {
+                if (!wait_for_log(*started[m], "-> wait-sync")) return;
+                std::this_thread::sleep_for(pause);
+                exit_codes[m] = started[m]->stop(SIGTERM);
+            });
+    }
+    for (int m = 0; m < members; ++m) {
+        const auto log = without_debug_lines(started[m]->log());
+        BOOST_TEST(exit_codes[m] == 0, "exit code " << exit_codes[m] << "\n" << log);
+        BOOST_TEST(!si::test::contains(log.substr(0, log.find("stopping on SIGTERM")), "kafka: cluster '': assigned"),
+                   "stopped before its first assignment");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(healthz_is_503_while_the_database_refuses_connections_and_ok_once_it_is_back) {

@@ -84,6 +84,7 @@ struct source::impl {
         bool cooperative = false;   ///< incremental (cooperative-sticky) rather than eager rebalances
         std::string offset_reset{};  ///< where a partition without a committed offset starts
         int assigned = 0;           ///< partitions assigned now (changed by rebalances, under the poll lock)
+        bool ever_assigned = false;  ///< an assignment (maybe empty) arrived since the start
     };
 
     source_options options;
@@ -335,6 +336,7 @@ struct source::impl {
             std::lock_guard lock(c.owner->mutex);
             ++c.owner->stats.rebalances;
         }
+        c.ever_assigned = c.ever_assigned || err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
         c.owner->report("cluster '" + c.cluster + "': " + (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") +
                         std::to_string(partitions->cnt) + " partitions");
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
@@ -433,16 +435,43 @@ struct source::impl {
 
     /// Unsubscribes and serves the revocation here (it waits for in-flight records and commits)
     /// rather than inside rd_kafka_consumer_close(), where librdkafka 2.0's rd_kafka_assign()
-    /// can block forever (confluentinc/librdkafka#4884). Records fetched meanwhile are dropped:
-    /// they were never handed out, so they come again to the next owner.
+    /// can block forever (confluentinc/librdkafka#4884).
     void give_up_partitions(consumer& c) {
+        await_first_assignment(c);
         if (const auto err = rd_kafka_unsubscribe(c.client.get())) {
             report("cluster '" + c.cluster + "': unsubscribing: " + rd_kafka_err2str(err));
             return;
         }
+        poll_until(c, [&c] { return c.assigned == 0; });
+    }
+
+    /// librdkafka before 2.3.0 aborts when it destroys a cooperative-sticky member that joined
+    /// its group but has not received its first assignment: the assignor's state is created
+    /// only then (confluentinc/librdkafka#4312). Such a member waits for that assignment, so
+    /// that it leaves the group the ordinary way.
+    void await_first_assignment(consumer& c) {
+        if (!c.cooperative || c.ever_assigned || rd_kafka_version() >= 0x020300ff || !has_member_id(c)) return;
+        if (!poll_until(c, [&c] { return c.ever_assigned; }))
+            report("cluster '" + c.cluster + "': no first assignment before closing; librdkafka " + rd_kafka_version_str() +
+                   " may abort on destroying this member");
+    }
+
+    /// Whether a JoinGroup reply reached `c` (the member id comes with it).
+    static bool has_member_id(const consumer& c) {
+        char* id = rd_kafka_memberid(c.client.get());
+        const bool joined = id != nullptr && *id != '\0';
+        rd_kafka_mem_free(c.client.get(), id);
+        return joined;
+    }
+
+    /// Polls `c` until `done()` or the shutdown patience passed; whether done. Records fetched
+    /// meanwhile are dropped: they were never handed out, so they come again to the next owner.
+    template <class Done>
+    bool poll_until(consumer& c, Done done) {
         const auto deadline = std::chrono::steady_clock::now() + options.revoke_timeout + std::chrono::seconds(10);
-        while (c.assigned > 0 && std::chrono::steady_clock::now() < deadline)
+        while (!done() && std::chrono::steady_clock::now() < deadline)
             detail::message_ptr dropped(rd_kafka_consumer_poll(c.client.get(), 100));
+        return done();
     }
 
     void destroy_consumers(int flags) noexcept {
