@@ -60,4 +60,15 @@ private:
     std::vector<std::string> details_;
 };
 
+/// The text of the exception being handled (call it in a catch block), whatever its type.
+inline std::string current_exception_text() {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception that is not a std::exception";
+    }
+}
+
 }  // namespace seqinbox

@@ -236,17 +236,6 @@ private:
         return "unknown message type '" + detail::printable(type) + "'";
     }
 
-    /// The text of the exception being handled, whatever its type.
-    static std::string current_exception_text() {
-        try {
-            throw;
-        } catch (const std::exception& e) {
-            return e.what();
-        } catch (...) {
-            return "an exception that is not a std::exception";
-        }
-    }
-
     delivery_result reject(const envelope& record, std::string reason, std::string type, std::string idempotence_id) {
         log(log_level::warn, [&] { return "rejected " + type + "/" + idempotence_id + ": " + reason; });
         metrics_.failed(type);

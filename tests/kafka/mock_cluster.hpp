@@ -170,6 +170,9 @@ private:
         char reason[256];
         for (const auto& [k, v] : quiet_client(bootstraps())) rd_kafka_conf_set(conf, k.c_str(), v.c_str(), reason, sizeof reason);
         rd_kafka_conf_set(conf, "linger.ms", "5", reason, sizeof reason);
+        // Input records above the 1,000,000 bytes a client refuses by default (the mock broker
+        // has no limit of its own), so tests can hand the relay records it cannot publish as they are.
+        rd_kafka_conf_set(conf, "message.max.bytes", "4000000", reason, sizeof reason);
         rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
         rd_kafka_conf_set_opaque(conf, this);
         rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, reason, sizeof reason);

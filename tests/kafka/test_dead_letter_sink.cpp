@@ -57,6 +57,25 @@ std::string header_value(const seqinbox::envelope& record, std::string_view name
     return std::string(*value);
 }
 
+/// The failure headers of `record` name `f`.
+void expect_failure_headers(const seqinbox::envelope& record, const failed_delivery& f) {
+    BOOST_TEST(header_value(record, header_name::reason) == f.reason);
+    BOOST_TEST(header_value(record, header_name::qualified_type) == f.qualified_type);
+    BOOST_TEST(header_value(record, header_name::idempotence_id) == f.idempotence_id);
+    BOOST_TEST(header_value(record, header_name::context_id) == f.context_id);
+    BOOST_TEST(header_value(record, header_name::original_topic) == f.original.topic);
+    BOOST_TEST(header_value(record, header_name::original_partition) == std::to_string(f.original.partition));
+    BOOST_TEST(header_value(record, header_name::original_offset) == std::to_string(f.original.offset));
+    BOOST_TEST(header_value(record, header_name::original_cluster) == f.original.cluster);
+}
+
+/// Options whose producer refuses records above 20,000 bytes.
+dead_letter_options small_records_only(const seqinbox::testing::mock_cluster& cluster) {
+    auto options = options_for(cluster);
+    options.producer["message.max.bytes"] = "20000";
+    return options;
+}
+
 /// True when `e` has `category` and its message names every one of `words`.
 auto configuration_error_naming(std::vector<std::string> words) {
     return [words = std::move(words)](const error& e) {
@@ -85,14 +104,9 @@ BOOST_AUTO_TEST_CASE(a_published_failure_carries_the_original_record_and_names_t
     BOOST_TEST_REQUIRE(record.headers.size() == f.original.headers.size() + 8);
     BOOST_TEST(std::equal(f.original.headers.begin(), f.original.headers.end(), record.headers.begin()),
                "the original headers come first, in order");
-    BOOST_TEST(header_value(record, header_name::reason) == f.reason);
-    BOOST_TEST(header_value(record, header_name::qualified_type) == "OrderPlaced");
-    BOOST_TEST(header_value(record, header_name::idempotence_id) == "id-1");
-    BOOST_TEST(header_value(record, header_name::context_id) == "customer-42");
-    BOOST_TEST(header_value(record, header_name::original_topic) == "orders");
-    BOOST_TEST(header_value(record, header_name::original_partition) == "2");
+    expect_failure_headers(record, f);
     BOOST_TEST(header_value(record, header_name::original_offset) == "4711");
-    BOOST_TEST(header_value(record, header_name::original_cluster) == "main");
+    BOOST_TEST(!record.find_header(header_name::omitted).has_value());
     BOOST_TEST(sink.statistics().published == 1u);
     BOOST_TEST(sink.statistics().failed == 0u);
 }
@@ -198,7 +212,50 @@ BOOST_AUTO_TEST_CASE(transient_produce_errors_are_retried_by_the_idempotent_prod
     BOOST_TEST(header_value(records.back(), header_name::idempotence_id) == "retried");
 }
 
-BOOST_AUTO_TEST_CASE(a_record_the_cluster_refuses_throws_a_non_retryable_error_and_the_sink_stays_usable) {
+BOOST_AUTO_TEST_CASE(a_record_too_large_for_the_producer_lands_without_its_value_and_headers_say_so) {
+    seqinbox::testing::mock_cluster cluster;
+    cluster.create_topic(dlq, 1);
+    dead_letter_sink sink(small_records_only(cluster));
+    const auto f = failure("id-big", "order-7", std::string(50000, 'x'));
+
+    sink.publish(f);
+
+    const auto records = cluster.read_all(dlq, 1, 1);
+    BOOST_TEST_REQUIRE(records.size() == 1u);
+    const auto& record = records.front();
+    BOOST_TEST(record.value.empty());
+    BOOST_TEST(record.key == f.original.key, "the key fits, so it is kept");
+    BOOST_TEST(std::equal(f.original.headers.begin(), f.original.headers.end(), record.headers.begin()),
+               "the original headers fit, so they are kept, first and in order");
+    BOOST_TEST(header_value(record, header_name::omitted) == "value");
+    BOOST_TEST(header_value(record, header_name::original_value_size) == "50000");
+    expect_failure_headers(record, f);
+    BOOST_TEST(sink.statistics().published == 1u);
+    BOOST_TEST(sink.statistics().failed == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_whose_key_and_headers_are_too_large_as_well_lands_with_the_failure_headers_only) {
+    seqinbox::testing::mock_cluster cluster;
+    cluster.create_topic(dlq, 1);
+    dead_letter_sink sink(small_records_only(cluster));
+    auto f = failure("id-bulky", std::string(15000, 'k'), std::string(50000, 'x'));
+    f.original.headers.push_back({"bulky", std::string(15000, 'h')});
+
+    sink.publish(f);
+
+    const auto records = cluster.read_all(dlq, 1, 1);
+    BOOST_TEST_REQUIRE(records.size() == 1u);
+    const auto& record = records.front();
+    BOOST_TEST(record.key.empty());
+    BOOST_TEST(record.value.empty());
+    BOOST_TEST(!record.find_header("bulky").has_value());
+    BOOST_TEST(!record.find_header("traceparent").has_value());
+    BOOST_TEST(header_value(record, header_name::omitted) == "value,key,headers");
+    BOOST_TEST(header_value(record, header_name::original_value_size) == "50000");
+    expect_failure_headers(record, f);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_the_broker_refuses_as_too_large_lands_without_its_value) {
     seqinbox::testing::mock_cluster cluster;
     cluster.create_topic(dlq, 1);
     dead_letter_sink sink(options_for(cluster, 3s));
@@ -206,15 +263,45 @@ BOOST_AUTO_TEST_CASE(a_record_the_cluster_refuses_throws_a_non_retryable_error_a
     constexpr int produce_request = 0;
     rd_kafka_mock_push_request_errors(cluster.native(), produce_request, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
 
+    sink.publish(failure("refused-whole"));
+
+    const auto records = cluster.read_all(dlq, 1, 2, 5s);
+    BOOST_TEST_REQUIRE(records.size() == 2u);
+    BOOST_TEST(header_value(records.back(), header_name::idempotence_id) == "refused-whole");
+    BOOST_TEST(header_value(records.back(), header_name::omitted) == "value");
+    BOOST_TEST(sink.statistics().published == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_refused_even_without_value_key_and_headers_throws_naming_it_and_the_sink_stays_usable) {
+    seqinbox::testing::mock_cluster cluster;
+    cluster.create_topic(dlq, 1);
+    dead_letter_sink sink(options_for(cluster, 3s));
+    sink.publish(failure("warm-up"));
+    constexpr int produce_request = 0;
+    rd_kafka_mock_push_request_errors(cluster.native(), produce_request, 3, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,
+                                      RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+
     BOOST_CHECK_EXCEPTION(sink.publish(failure("refused")), error, [](const error& e) {
         BOOST_TEST_MESSAGE("refused record: " << e.what());
-        return e.category() == error_category::configuration &&
-               std::string_view(e.what()).find("MSG_SIZE_TOO_LARGE") != std::string_view::npos;
+        const std::string_view text = e.what();
+        return e.category() == error_category::configuration && text.find("MSG_SIZE_TOO_LARGE") != std::string_view::npos &&
+               text.find("orders[2]@4711") != std::string_view::npos && text.find("without its value") != std::string_view::npos;
     });
     BOOST_TEST(sink.statistics().failed == 1u);
 
     sink.publish(failure("next"));
     BOOST_TEST(sink.statistics().published == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(partitions_names_a_missing_dead_letter_topic) {
+    seqinbox::testing::mock_cluster cluster;
+    cluster.create_topic(dlq, 3);
+    BOOST_TEST(dead_letter_sink(options_for(cluster)).partitions() == 3);
+
+    auto options = options_for(cluster);
+    options.topic = "no-such-dlq";
+    dead_letter_sink missing(options);
+    BOOST_CHECK_EXCEPTION(missing.partitions(), error, configuration_error_naming({"'no-such-dlq'", "does not exist"}));
 }
 
 BOOST_AUTO_TEST_CASE(conflicting_idempotence_settings_are_configuration_errors_naming_them) {

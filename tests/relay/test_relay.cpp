@@ -8,6 +8,7 @@
 #define BOOST_TEST_MODULE seqinbox relay
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -407,6 +408,93 @@ BOOST_AUTO_TEST_CASE(a_relay_that_cannot_start_says_why_and_exits_1) {
     relay_process broken(world.arguments(), world.dir / "broken.log");
     BOOST_TEST(broken.wait(std::chrono::seconds(60)) == 1);
     BOOST_TEST(si::test::contains(broken.log(), "orders.yaml:3:"), broken.log());
+}
+
+BOOST_AUTO_TEST_CASE(a_relay_without_its_dead_letter_topic_says_so_and_exits_1) {
+    relay_world world;
+    auto arguments = world.arguments();
+    for (auto& a : arguments)
+        if (a == dead_letters) a = "no-such-dlq";
+    relay_process relay(arguments, world.dir / "missing-dlq.log");
+    BOOST_TEST(relay.wait(std::chrono::seconds(60)) == 1, relay.log());
+    BOOST_TEST(si::test::contains(relay.log(), "topic 'no-such-dlq' does not exist"), relay.log());
+}
+
+/// The text of header `name` of `record` ("" when absent).
+std::string header_of(const si::envelope& record, std::string_view name) { return std::string(record.find_header(name).value_or("")); }
+
+BOOST_AUTO_TEST_CASE(records_of_a_megabyte_are_dead_lettered_without_their_value_and_do_not_wedge_their_partition) {
+    relay_world world;
+    const std::string megabyte(1000000, 'x');  // librdkafka producers refuse 1,000,000 bytes and more by default
+    const auto typed = si::testing::record("OrderCreated", "big", "order-big", megabyte);
+    auto untyped = si::testing::record("OrderCreated", "big-untyped", "order-big-untyped", megabyte);
+    untyped.headers.erase(untyped.headers.begin());  // no message-type header: the bad-message path
+    world.cluster.produce(input, typed, 0);
+    world.cluster.produce(input, untyped, 0);
+    constexpr int behind = 5;
+    for (int i = 0; i < behind; ++i)
+        world.cluster.produce(input, si::testing::record("OrderCreated", "after-" + std::to_string(i), "order-" + std::to_string(i)), 0);
+
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    const auto port = relay.http_port();
+    BOOST_TEST_REQUIRE(port != 0, relay.log());
+    BOOST_TEST_REQUIRE(world.wait_for_output(behind, std::chrono::seconds(60)), relay.log());
+    BOOST_TEST(await_health(port, 200).status == 200, relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    auto rejected = world.cluster.read_all(dead_letters, 1, 3, std::chrono::seconds(10));
+    BOOST_TEST_REQUIRE(rejected.size() == 2u, relay.log());
+    std::ranges::sort(rejected, {}, [](const si::envelope& r) { return header_of(r, "seqinbox-original-offset"); });  // two threads
+    for (std::int64_t offset = 0; offset < 2; ++offset) {
+        const auto& r = rejected[static_cast<std::size_t>(offset)];
+        BOOST_TEST(r.value.empty());
+        BOOST_TEST(header_of(r, "seqinbox-omitted") == "value");
+        BOOST_TEST(header_of(r, "seqinbox-original-value-size") == "1000000");
+        BOOST_TEST(header_of(r, "seqinbox-original-topic") == input);
+        BOOST_TEST(header_of(r, "seqinbox-original-partition") == "0");
+        BOOST_TEST(header_of(r, "seqinbox-original-offset") == std::to_string(offset));
+    }
+    BOOST_TEST(header_of(rejected[0], "idempotence-id") == "big", "the original headers are kept");
+    BOOST_TEST(si::test::contains(header_of(rejected[0], "seqinbox-reason"), "MSG_SIZE_TOO_LARGE"), "the publish failed");
+    BOOST_TEST(si::test::contains(header_of(rejected[1], "seqinbox-reason"), "message-type"), "the bad message");
+}
+
+/// The value of the unlabelled series `name` in a /metrics body (-1 when absent).
+double metric_value(const std::string& body, const std::string& name) {
+    const auto at = body.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
+}
+
+BOOST_AUTO_TEST_CASE(a_record_retried_again_and_again_is_named_in_healthz_and_counted_in_metrics) {
+    relay_world world;
+    auto bad = si::testing::record("OrderCreated", "stuck", "order-stuck");
+    bad.headers.erase(bad.headers.begin());  // no message-type header: straight to the dead-letter topic
+    world.cluster.produce(input, bad, 1);
+    // Then every produce request is the relay's dead-letter producer's: ten attempts refused at
+    // every stage (whole, without value, bare), then the topic takes the record.
+    constexpr int produce_request = 0;
+    constexpr int attempts_refused = 10;
+    for (int i = 0; i < 3 * attempts_refused; ++i)
+        rd_kafka_mock_push_request_errors(world.cluster.native(), produce_request, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    const auto port = relay.http_port();
+    BOOST_TEST_REQUIRE(port != 0, relay.log());
+    const auto retrying = await_health(port, 503, std::chrono::seconds(60));
+    const auto during = si::test::http_get(port, "/metrics").body;
+    BOOST_TEST_REQUIRE(retrying.status == 503, relay.log());
+    BOOST_TEST(si::test::contains(retrying.body, "retrying orders[1]@0: "), retrying.body);
+    BOOST_TEST(si::test::contains(retrying.body, "failed attempt"), retrying.body);
+    BOOST_TEST(si::test::contains(retrying.body, "MSG_SIZE_TOO_LARGE"), retrying.body);
+    BOOST_TEST(metric_value(during, "seqinbox_retrying_records") == 1, during);
+    BOOST_TEST(metric_value(during, "seqinbox_delivery_retries_total") >= 1, during);
+
+    BOOST_TEST(await_health(port, 200, std::chrono::seconds(90)).status == 200, relay.log());
+    const auto after = si::test::http_get(port, "/metrics").body;
+    BOOST_TEST(metric_value(after, "seqinbox_retrying_records") == 0, after);
+    BOOST_TEST(metric_value(after, "seqinbox_delivery_retries_total") == attempts_refused, after);
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_expired_instances) {

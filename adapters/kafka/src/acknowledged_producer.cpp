@@ -59,6 +59,11 @@ properties forced_properties(const producer_settings& s) {
     return props;
 }
 
+/// Refused for its size, by this producer (message.max.bytes) or by the broker.
+bool too_large(rd_kafka_resp_err_t err) {
+    return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
 /// The message opaque is a number, not a pointer to send()'s state: a report that arrives
 /// after its send() gave up then finds nothing instead of freed memory.
 void* opaque_of(std::uint64_t id) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)); }
@@ -175,6 +180,7 @@ void acknowledged_producer::await_report(const outgoing& r, std::uint64_t id, cl
 
 /// Throws for `err`; a fatal error (the producer is unusable) carries librdkafka's cause.
 void acknowledged_producer::fail(rd_kafka_resp_err_t err, const std::string& doing) const {
+    if (too_large(err)) throw record_too_large(error_category::configuration, error_text(err, settings_.role + ": " + doing));
     if (err != RD_KAFKA_RESP_ERR__FATAL) throw_error(err, settings_.role + ": " + doing);
     std::array<char, 512> cause{};
     const auto fatal = rd_kafka_fatal_error(producer_.get(), cause.data(), cause.size());

@@ -13,6 +13,7 @@
 
 #include "client.hpp"
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/error.hpp"
 #include "seqinbox/kafka/properties.hpp"
 
 namespace seqinbox::kafka::detail {
@@ -38,6 +39,13 @@ struct outgoing {
     std::string describe;  ///< names the record in errors: "the failure of orders[2]@17"
 };
 
+/// Thrown by send() for a record larger than the producer's message.max.bytes or the broker's
+/// limit: sending it again unchanged can never succeed (category configuration).
+class record_too_large : public error {
+public:
+    using error::error;
+};
+
 class pending_reports;
 
 /// Thread safety: send() and partition_count() may run on any number of threads at once.
@@ -52,7 +60,8 @@ public:
     acknowledged_producer& operator=(const acknowledged_producer&) = delete;
 
     /// Produces `r` and waits for the broker's acknowledgement; throws seqinbox::error
-    /// (retryable for transient conditions) when it is refused or does not come in time.
+    /// (retryable for transient conditions) when it is refused or does not come in time,
+    /// record_too_large when it is refused for its size.
     void send(const outgoing& r);
 
     /// The partitions of `topic`, asked once from the cluster and remembered. Throws

@@ -62,9 +62,12 @@ bool transient(rd_kafka_resp_err_t err) {
 
 }  // namespace
 
+std::string error_text(rd_kafka_resp_err_t err, std::string_view doing) {
+    return std::string(doing) + ": " + rd_kafka_err2name(err) + " (" + rd_kafka_err2str(err) + ")";
+}
+
 void throw_error(rd_kafka_resp_err_t err, std::string_view doing) {
-    const auto category = transient(err) ? error_category::retryable : error_category::configuration;
-    throw error(category, std::string(doing) + ": " + rd_kafka_err2name(err) + " (" + rd_kafka_err2str(err) + ")");
+    throw error(transient(err) ? error_category::retryable : error_category::configuration, error_text(err, doing));
 }
 
 std::vector<header> headers_of(const rd_kafka_message_t& message) {

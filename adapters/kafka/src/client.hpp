@@ -3,6 +3,7 @@
 // a librdkafka configuration from properties, turning librdkafka errors into seqinbox::error,
 // and copying headers between records and envelopes.
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,9 @@ std::string property_or(const properties& props, const std::string& name, std::s
 /// Creates a client of `type` that takes ownership of `conf` (also on failure).
 /// Throws seqinbox::error(configuration) with librdkafka's reason.
 rd_kafka_t* make_client(rd_kafka_type_t type, conf_ptr conf, std::string_view role);
+
+/// What failed and librdkafka's name and text for `err`: "doing: NAME (text)".
+std::string error_text(rd_kafka_resp_err_t err, std::string_view doing);
 
 /// Throws seqinbox::error for `err`: retryable for transient conditions (timeouts, brokers down,
 /// queue full), configuration for everything else. `doing` says what failed.

@@ -25,10 +25,16 @@ detail::producer_settings settings_of(const dead_letter_options& options) {
     return {options.producer, options.delivery_timeout, role, "the dead-letter sink"};
 }
 
-/// The original headers, in order, then the ones naming the failure.
-std::vector<header> dead_letter_headers(const failed_delivery& f) {
+/// How much of the original record a dead-letter record carries: all of it, or less when the
+/// producer or the broker refuses the record for its size.
+enum class carried { everything, all_but_value, failure_only };
+
+/// The original headers (unless left out), in order, then the ones naming the failure and what
+/// was left out.
+std::vector<header> dead_letter_headers(const failed_delivery& f, carried parts) {
     namespace h = dead_letter_header;
-    std::vector<header> headers = f.original.headers;
+    std::vector<header> headers;
+    if (parts != carried::failure_only) headers = f.original.headers;
     const std::initializer_list<std::pair<std::string_view, std::string>> failure = {
         {h::reason, f.reason},
         {h::qualified_type, f.qualified_type},
@@ -40,6 +46,9 @@ std::vector<header> dead_letter_headers(const failed_delivery& f) {
         {h::original_cluster, f.original.cluster},
     };
     for (const auto& [name, value] : failure) headers.push_back({std::string(name), value});
+    if (parts == carried::everything) return headers;
+    headers.push_back({std::string(h::omitted), parts == carried::all_but_value ? "value" : "value,key,headers"});
+    headers.push_back({std::string(h::original_value_size), std::to_string(f.original.value.size())});
     return headers;
 }
 
@@ -56,8 +65,7 @@ public:
 
     void publish(const failed_delivery& f) {
         try {
-            const auto headers = dead_letter_headers(f);
-            producer_.send({topic_, RD_KAFKA_PARTITION_UA, f.original.key, f.original.value, headers, describe_record(f)});
+            send_what_fits(f);
             ++published_;
         } catch (...) {
             ++failed_;
@@ -65,9 +73,37 @@ public:
         }
     }
 
+    std::int32_t partitions() { return producer_.partition_count(topic_); }
+
     dead_letter_statistics statistics() const { return {published_.load(), failed_.load()}; }
 
 private:
+    /// A record too large to dead-letter whole must still leave its partition: retrying it
+    /// unchanged would block every record behind it forever.
+    void send_what_fits(const failed_delivery& f) {
+        for (const auto parts : {carried::everything, carried::all_but_value}) {
+            try {
+                return send(f, parts);
+            } catch (const detail::record_too_large&) {
+                // carry less
+            }
+        }
+        try {
+            send(f, carried::failure_only);
+        } catch (const detail::record_too_large& e) {
+            throw error(error_category::configuration, producer_.role() + ": cannot dead-letter " + describe_record(f) +
+                                                           " even without its value, key and headers: " + e.what());
+        }
+    }
+
+    void send(const failed_delivery& f, carried parts) {
+        const auto headers = dead_letter_headers(f, parts);
+        const std::string_view key = parts == carried::failure_only ? std::string_view() : f.original.key;
+        // Empty rather than null when left out: a null value is a tombstone on a compacted topic.
+        const std::string_view value = parts == carried::everything ? std::string_view(f.original.value) : std::string_view("");
+        producer_.send({topic_, RD_KAFKA_PARTITION_UA, key, value, headers, describe_record(f)});
+    }
+
     std::string topic_;
     std::atomic<std::uint64_t> published_{0};
     std::atomic<std::uint64_t> failed_{0};
@@ -78,6 +114,8 @@ dead_letter_sink::dead_letter_sink(dead_letter_options options) : impl_(std::mak
 dead_letter_sink::~dead_letter_sink() = default;
 
 void dead_letter_sink::publish(const failed_delivery& f) { impl_->publish(f); }
+
+std::int32_t dead_letter_sink::partitions() { return impl_->partitions(); }
 
 dead_letter_statistics dead_letter_sink::statistics() const { return impl_->statistics(); }
 

@@ -6,6 +6,7 @@
 
 #include "health_board.hpp"
 #include "job_schedule.hpp"
+#include "retry_board.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/kafka/publisher.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 namespace pg = seqinbox::postgresql;
 
-using inbox_type = basic_inbox<pg::store, kafka::source, kafka::dead_letter_sink, claim::insert_first, propagation::not_supported,
+using inbox_type = basic_inbox<pg::store, detail::watched_source, kafka::dead_letter_sink, claim::insert_first, propagation::not_supported,
                                decode::header_decoder, clocks::system_clock, metrics::prometheus_metrics, log::stream_logger>;
 using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger>;
 
@@ -82,9 +83,12 @@ public:
                          .delivery_timeout = options_.delivery_timeout}),
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
           source_(source_options(), decls_, options_.input_topic),
-          inbox_(store_, source_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
+          retries_(*metrics_.shared_registry()),
+          watched_(source_, retries_),
+          inbox_(store_, watched_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
           housekeeper_(store_, dead_letters_, options_.housekeeping, {}, logger_),
           http_(options_.http_port, routes()) {
+        dead_letters_.partitions();  // a missing dead-letter topic stops the start, not the first bad record
         publish_released_messages();
     }
 
@@ -112,7 +116,13 @@ public:
     }
 
     std::uint16_t http_port() const noexcept { return http_.port(); }
-    std::pair<bool, std::string> health() const { return health_.report(); }
+    /// Healthy when every part's last attempt worked and no record is being retried.
+    std::pair<bool, std::string> health() {
+        auto [fine, text] = health_.report();
+        const auto retrying = watched_.retrying();
+        if (retrying.empty()) return {fine, std::move(text)};
+        return {false, (fine ? std::string() : text) + retrying};
+    }
 
 private:
     kafka::source_options source_options() {
@@ -144,7 +154,7 @@ private:
              }},
             {"/healthz",
              [this] {
-                 auto [ok, text] = health_.report();
+                 auto [ok, text] = health();
                  return http_response{ok ? 200 : 503, "text/plain; charset=utf-8", std::move(text)};
              }},
         };
@@ -210,6 +220,8 @@ private:
     kafka::publisher publisher_;
     kafka::source source_;
     metrics::prometheus_metrics metrics_;
+    detail::retry_board retries_;
+    detail::watched_source watched_;
     inbox_type inbox_;
     housekeeper_type housekeeper_;
     detail::health_board health_;

@@ -4,7 +4,12 @@
 //
 // Each failed delivery becomes one record with the original key, value and headers, followed by
 // the failure headers named below (an empty original key is produced as no key, since an envelope
-// does not tell them apart). publish() returns only after the broker acknowledged that
+// does not tell them apart). A record refused for its size (the producer's message.max.bytes,
+// the broker's max.message.bytes) is produced again with an empty value, then also without the
+// original key and headers; the header `seqinbox-omitted` says what was left out and
+// `seqinbox-original-value-size` how large the value was, so the source record still leaves its
+// partition. Only when even the failure headers alone are refused does publish() throw
+// (configuration, naming the record). publish() returns only after the broker acknowledged that
 // record; a refused record or a missing acknowledgement throws seqinbox::error (retryable for
 // transient conditions such as brokers down), so the engine does not acknowledge the source
 // record and nothing is lost. A record whose publish() threw may still have reached the topic:
@@ -40,6 +45,10 @@ inline constexpr std::string_view original_topic = "seqinbox-original-topic";
 inline constexpr std::string_view original_partition = "seqinbox-original-partition";
 inline constexpr std::string_view original_offset = "seqinbox-original-offset";
 inline constexpr std::string_view original_cluster = "seqinbox-original-cluster";
+/// Only on a record refused whole for its size: "value", or "value,key,headers".
+inline constexpr std::string_view omitted = "seqinbox-omitted";
+/// Only with `omitted`: the size in bytes of the original value.
+inline constexpr std::string_view original_value_size = "seqinbox-original-value-size";
 }  // namespace dead_letter_header
 
 struct dead_letter_options {
@@ -71,8 +80,13 @@ public:
     dead_letter_sink(const dead_letter_sink&) = delete;
     dead_letter_sink& operator=(const dead_letter_sink&) = delete;
 
-    /// Produces `f` to the dead-letter topic and waits until the broker acknowledged it.
+    /// Produces `f` to the dead-letter topic (without what makes it too large, see above) and
+    /// waits until the broker acknowledged it.
     void publish(const failed_delivery& f);
+
+    /// The partition count of the dead-letter topic, asked from the cluster once. Throws
+    /// seqinbox::error(configuration) naming the topic when it does not exist: call it at start.
+    std::int32_t partitions();
 
     dead_letter_statistics statistics() const;
 

@@ -91,8 +91,9 @@ public:
     void stop();
 
     std::uint16_t http_port() const noexcept;
-    /// True while every consumer thread's last poll worked and the last job run reached the
-    /// database; otherwise why not.
+    /// True while every consumer thread's last poll worked, the last job run reached the
+    /// database and no record is being retried; otherwise why not (a line per retried record:
+    /// topic[partition]@offset, failed attempts, last error).
     std::pair<bool, std::string> health() const;
 
 private:

@@ -1,0 +1,124 @@
+#pragma once
+// Private to the relay: the records given back to the Kafka source without a decision (the
+// inbox threw: database down, dead-letter topic refusing, ...). Such a record comes again and
+// blocks its partition until it is decided, so each one is listed in /healthz with its failed
+// attempts and last error, and counted in /metrics, rather than retried silently forever.
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "seqinbox/envelope.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/kafka/source.hpp"
+#include "seqinbox/metrics/registry.hpp"
+
+namespace seqinbox::relay::detail {
+
+class retry_board {
+public:
+    explicit retry_board(metrics::registry& registry)
+        : retries_(&registry.counter("seqinbox_delivery_retries_total",
+                                     "Deliveries given back to the source without a durable decision, to come again.")),
+          retrying_(&registry.gauge("seqinbox_retrying_records", "Records given back and not decided since (listed in /healthz).")) {
+        retries_->inc({}, 0);  // both series exist from the start
+        retrying_->set({}, 0);
+    }
+
+    /// `record` was given back after failing with `why`. `generation` counts the source's
+    /// rebalances: a record last given back before one may belong to another member now.
+    void given_back(const envelope& record, std::string why, std::uint64_t generation) {
+        const std::scoped_lock lock(mutex_);
+        forget_older_than(generation);
+        auto& entry = records_[position_of(record)];
+        ++entry.attempts;
+        entry.last_error = std::move(why);
+        entry.generation = generation;
+        retries_->inc({});
+        retrying_->set({}, static_cast<double>(records_.size()));
+    }
+
+    /// The decision for `record` is durable.
+    void decided(const envelope& record, std::uint64_t generation) {
+        const std::scoped_lock lock(mutex_);
+        if (records_.empty()) return;  // the common case: nothing to forget
+        records_.erase(position_of(record));
+        forget_older_than(generation);
+        retrying_->set({}, static_cast<double>(records_.size()));
+    }
+
+    /// One line per record being retried ("" when none):
+    /// `retrying orders[2]@17: 3 failed attempts, last error: ...`.
+    std::string report(std::uint64_t generation) {
+        const std::scoped_lock lock(mutex_);
+        forget_older_than(generation);
+        retrying_->set({}, static_cast<double>(records_.size()));
+        std::string lines;
+        for (const auto& [at, entry] : records_)
+            lines += "retrying " + describe(at) + ": " + std::to_string(entry.attempts) + " failed attempt" +
+                     (entry.attempts == 1 ? "" : "s") + ", last error: " + entry.last_error + "\n";
+        return lines;
+    }
+
+private:
+    using position = std::tuple<std::string, std::string, std::int32_t, std::int64_t>;  // cluster, topic, partition, offset
+
+    struct entry {
+        std::uint64_t attempts = 0;
+        std::string last_error;
+        std::uint64_t generation = 0;
+    };
+
+    static position position_of(const envelope& r) { return {r.cluster, r.topic, r.partition, r.offset}; }
+
+    static std::string describe(const position& at) {
+        const auto& [cluster, topic, partition, offset] = at;
+        return topic + "[" + std::to_string(partition) + "]@" + std::to_string(offset) +
+               (cluster.empty() ? "" : " (cluster '" + cluster + "')");
+    }
+
+    /// After a rebalance a record not given back again since may have moved to another member,
+    /// which then decides it: this relay would never hear of it.
+    void forget_older_than(std::uint64_t generation) {
+        std::erase_if(records_, [generation](const auto& item) { return item.second.generation < generation; });
+    }
+
+    std::mutex mutex_;
+    std::map<position, entry> records_;
+    metrics::counter_family* retries_;  // owned by the registry, which outlives the relay's use of it
+    metrics::gauge_family* retrying_;
+};
+
+/// The relay's message source: the Kafka source, telling the retry board what it gives back
+/// and what is decided.
+class watched_source {
+public:
+    watched_source(kafka::source& source, retry_board& board) : source_(&source), board_(&board) {}
+
+    std::optional<envelope> poll() { return source_->poll(); }
+
+    void acknowledge(const envelope& record) {
+        source_->acknowledge(record);
+        board_->decided(record, generation());
+    }
+
+    /// The inbox gives a record back while handling the exception that stopped its delivery.
+    void redeliver(const envelope& record) {
+        source_->redeliver(record);
+        board_->given_back(record, std::current_exception() ? current_exception_text() : "no error given", generation());
+    }
+
+    std::string retrying() { return board_->report(generation()); }
+
+private:
+    std::uint64_t generation() const { return source_->statistics().rebalances; }
+
+    kafka::source* source_;
+    retry_board* board_;
+};
+
+}  // namespace seqinbox::relay::detail
