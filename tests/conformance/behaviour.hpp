@@ -202,11 +202,18 @@ void buffer_three(Harness& h) {
         expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
 }
 
+/// Delivers every type of the order sequence but OrderCreated for `context_id`, in order.
+template <class Harness>
+void complete_order_after_created(Harness& h, const std::string& context_id) {
+    for (const char* type : {"OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
+        expect_outcome(h.deliver(type, std::string(type) + "@" + context_id, context_id), outcome::processed);
+}
+
 /// Delivers every type of the order sequence for `context_id`, in order: the instance closes.
 template <class Harness>
 void complete_order(Harness& h, const std::string& context_id) {
-    for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
-        expect_outcome(h.deliver(type, std::string(type) + "@" + context_id, context_id), outcome::processed);
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@" + context_id, context_id), outcome::processed);
+    complete_order_after_created(h, context_id);
 }
 
 template <class B>
@@ -988,6 +995,74 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(housekeeping_removes_closed_instances_with_their_m
     // The retention boundary: a duplicate arriving after the removal is processed as new.
     expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
     BOOST_TEST(h.log.count("OrderCreated", "OrderCreated@o1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_instance_is_kept_for_its_deduplication_window_counted_from_closing, Backend, backends) {
+    // Default window: the retention (24 h), from closing, not from creation. Until it ends, late
+    // duplicates are recognised (a late successor does not open a new instance that waits forever).
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    b.clock.advance(2h);
+    conf::complete_order_after_created(h, "o1");
+    BOOST_TEST_REQUIRE(conf::instance_state_of(b, "o1") == "CLOSED");
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+
+    b.clock.advance(24h - 1s);  // 26 h after creation, 1 s before the window ends
+    BOOST_TEST(housekeeper.run_once().closed_removed == 0u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::duplicate);
+    expect_outcome(h.deliver("OrderShipped", "OrderShipped@o1", "o1"), outcome::duplicate);
+    BOOST_TEST(b.instances().size() == 1u);
+
+    b.clock.advance(1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "absent");
+    // After the window a duplicate is new.
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    BOOST_TEST(h.log.count("OrderCreated", "OrderCreated@o1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_operator_close_starts_the_deduplication_window, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    b.clock.advance(3h);
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+
+    b.clock.advance(24h - 1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 0u);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    b.clock.advance(1s);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.closed_removed == 1u);
+    BOOST_TEST(report.forwarded == 1u);  // the WAITING message the close left behind
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_closed_after_being_marked_expired_is_kept_for_its_window, Backend, backends) {
+    // The removal job takes OPEN instances only: closing ends the expiry, and the window applies.
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    si::housekeeping_options options;
+    options.removal_delay = 1h;
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+    b.clock.advance(24h + 1s);
+    BOOST_TEST(housekeeper.run_once().marked == 1u);
+    conf::complete_order(h, "o1");
+    BOOST_TEST_REQUIRE(conf::instance_state_of(b, "o1") == "CLOSED");
+
+    b.clock.advance(2h);  // past remove_after, within the window
+    BOOST_TEST(housekeeper.run_once().expired_removed == 0u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    b.clock.advance(22h);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+    BOOST_TEST(b.error_sink.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(expired_instances_are_marked_then_removed_after_their_waiting_messages_are_forwarded, Backend, backends) {
