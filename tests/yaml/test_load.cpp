@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <optional>
 
 #include "fixture.hpp"
 #include "seqinbox/declare/validate.hpp"
@@ -124,6 +125,15 @@ BOOST_AUTO_TEST_CASE(recording_until_is_an_instant_with_its_offset) {
     const auto expected = std::chrono::sys_days(std::chrono::year(2026) / 12 / 1) + 500ms;
     BOOST_TEST((*d.sequences[0].recording_until == expected));
     BOOST_TEST(!d.sequences[1].recording_until.has_value());  // absent: no recording mode
+}
+
+BOOST_AUTO_TEST_CASE(deduplication_window_is_a_period_that_may_be_zero_and_defaults_to_the_retention) {
+    const auto d = load("deduplication_window");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 3u);
+    BOOST_TEST((d.sequences[0].deduplication_window == std::optional<std::chrono::seconds>(7 * 24h)));
+    BOOST_TEST((d.sequences[1].kept_closed_for() == 0s));
+    BOOST_TEST(!d.sequences[2].deduplication_window.has_value());
+    BOOST_TEST((d.sequences[2].kept_closed_for() == 2h));
 }
 
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {

@@ -63,6 +63,12 @@ declarations<std::string> load(const relay_options& o) {
     return decls;
 }
 
+/// `o` with the deduplication windows of the declared sequences.
+housekeeping_options declared_windows(housekeeping_options o, const declarations<std::string>& decls) {
+    o.deduplication_windows = deduplication_windows_of(decls);
+    return o;
+}
+
 }  // namespace
 
 std::string output_topic_of(const relay_options& options, const std::string& sequence) {
@@ -82,7 +88,7 @@ public:
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
           source_(source_options(), decls_, options_.input_topic),
           inbox_(store_, source_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
-          housekeeper_(store_, dead_letters_, options_.housekeeping, {}, logger_),
+          housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           http_(options_.http_port, routes()) {
         publish_released_messages();
     }
