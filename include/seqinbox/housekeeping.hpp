@@ -2,10 +2,11 @@
 // Housekeeping (SPEC §3): three jobs, each run by one service instance at a time (the store's job
 // lock), each bounded by a maximum duration and resumable (work is found by state, and every
 // batch commits on its own):
-//  - closed cleanup: delete CLOSED instances with their messages and claims;
+//  - closed cleanup: delete CLOSED instances with their messages and claims once their
+//    deduplication window has passed (until then late duplicates are recognised);
 //  - expiry marking: OPEN instances past retain_until get remove_after = retain_until + delay,
 //    logged loudly;
-//  - removal: delete instances whose remove_after passed.
+//  - removal: delete OPEN instances whose remove_after passed.
 // Nothing vanishes silently: before an instance is deleted, each of its WAITING messages goes to
 // the error sink (in the transaction that deletes it; a failing sink keeps the instance).
 //
@@ -21,6 +22,7 @@
 
 #include "seqinbox/clock/concept.hpp"
 #include "seqinbox/clock/system_clock.hpp"
+#include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/log/concept.hpp"
 #include "seqinbox/log/null_logger.hpp"
 #include "seqinbox/sink/concept.hpp"
@@ -32,7 +34,19 @@ struct housekeeping_options {
     std::chrono::seconds removal_delay{std::chrono::hours(24)};  ///< after retain_until, before removal
     std::size_t batch_size = 100;
     std::chrono::seconds max_duration{15 * 60};  ///< per run; the next run resumes
+    /// Per sequence, how long CLOSED instances are kept after closing (deduplication_windows_of
+    /// gives the declared ones). A sequence not listed, e.g. one no longer declared, keeps them
+    /// for the retention its instances were created with.
+    std::vector<deduplication_window> deduplication_windows{};
 };
+
+/// The deduplication window of every declared sequence (its retention unless declared).
+template <class Message>
+std::vector<deduplication_window> deduplication_windows_of(const declarations<Message>& decls) {
+    std::vector<deduplication_window> windows;
+    for (const auto& seq : decls.sequences) windows.push_back({seq.name, seq.kept_closed_for()});
+    return windows;
+}
 
 /// One job of one run: how long it took and how many instances it deleted.
 struct housekeeping_job_run {
@@ -73,7 +87,10 @@ public:
         const timestamp started = clock_.now();
         auto in_time = [&] { return clock_.now() - started < options_.max_duration; };
         run_job(closed_cleanup_job, report, report.closed_removed, in_time,
-                [&] { return remove_all(store_->closed_instances(options_.batch_size), report.closed_removed, report); });
+                [&] {
+                    const auto ids = store_->closed_instances(clock_.now(), options_.deduplication_windows, options_.batch_size);
+                    return remove_all(ids, report.closed_removed, report);
+                });
         run_job(expiry_marking_job, report, report.marked, in_time, [&] { return mark_batch(report); });
         run_job(removal_job, report, report.expired_removed, in_time,
                 [&] { return remove_all(store_->removable_instances(clock_.now(), options_.batch_size), report.expired_removed, report); });

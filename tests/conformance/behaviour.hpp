@@ -202,11 +202,18 @@ void buffer_three(Harness& h) {
         expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
 }
 
+/// Delivers every type of the order sequence but OrderCreated for `context_id`, in order.
+template <class Harness>
+void complete_order_after_created(Harness& h, const std::string& context_id) {
+    for (const char* type : {"OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
+        expect_outcome(h.deliver(type, std::string(type) + "@" + context_id, context_id), outcome::processed);
+}
+
 /// Delivers every type of the order sequence for `context_id`, in order: the instance closes.
 template <class Harness>
 void complete_order(Harness& h, const std::string& context_id) {
-    for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})
-        expect_outcome(h.deliver(type, std::string(type) + "@" + context_id, context_id), outcome::processed);
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@" + context_id, context_id), outcome::processed);
+    complete_order_after_created(h, context_id);
 }
 
 template <class B>
@@ -974,6 +981,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(housekeeping_removes_closed_instances_with_their_m
     expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
     BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
 
+    b.clock.advance(std::chrono::hours(24));  // the deduplication window (the retention) has passed
     conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
     const auto report = housekeeper.run_once();
     BOOST_TEST(report.closed_removed == 1u);
@@ -988,6 +996,101 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(housekeeping_removes_closed_instances_with_their_m
     // The retention boundary: a duplicate arriving after the removal is processed as new.
     expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
     BOOST_TEST(h.log.count("OrderCreated", "OrderCreated@o1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_instance_is_kept_for_its_deduplication_window_counted_from_closing, Backend, backends) {
+    // Default window: the retention (24 h), from closing, not from creation. Until it ends, late
+    // duplicates are recognised (a late successor does not open a new instance that waits forever).
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    b.clock.advance(2h);
+    conf::complete_order_after_created(h, "o1");
+    BOOST_TEST_REQUIRE(conf::instance_state_of(b, "o1") == "CLOSED");
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+
+    b.clock.advance(24h - 1s);  // 26 h after creation, 1 s before the window ends
+    BOOST_TEST(housekeeper.run_once().closed_removed == 0u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::duplicate);
+    expect_outcome(h.deliver("OrderShipped", "OrderShipped@o1", "o1"), outcome::duplicate);
+    BOOST_TEST(b.instances().size() == 1u);
+
+    b.clock.advance(1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "absent");
+    // After the window a duplicate is new.
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    BOOST_TEST(h.log.count("OrderCreated", "OrderCreated@o1") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(each_sequence_keeps_its_closed_instances_for_its_declared_window, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    auto decls = si::testing::order_declarations();
+    decls.sequences[0].deduplication_window = 1h;
+    harness<Backend> h(b, {}, decls);
+    conf::complete_order(h, "o1");
+    si::housekeeping_options options;
+    options.deduplication_windows = si::deduplication_windows_of(decls);
+    // Another sequence's window (a name that needs quoting) applies to its instances only.
+    options.deduplication_windows.insert(options.deduplication_windows.begin(), {"Other, 'sequence'", 0s});
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+
+    b.clock.advance(1h - 1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 0u);
+    expect_outcome(h.deliver("OrderValidated", "OrderValidated@o1", "o1"), outcome::duplicate);
+    b.clock.advance(1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+
+    // A zero window: removed at the first run after closing.
+    conf::complete_order(h, "o2");
+    options.deduplication_windows = {{conf::order_sequence, 0s}};
+    conf::housekeeper_of<Backend> eager(b.store, b.error_sink, options, b.clock);
+    BOOST_TEST(eager.run_once().closed_removed == 1u);
+    BOOST_TEST(b.instances().empty());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_operator_close_starts_the_deduplication_window, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    b.clock.advance(3h);
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+
+    b.clock.advance(24h - 1s);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 0u);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    b.clock.advance(1s);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.closed_removed == 1u);
+    BOOST_TEST(report.forwarded == 1u);  // the WAITING message the close left behind
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_closed_after_being_marked_expired_is_kept_for_its_window, Backend, backends) {
+    // The removal job takes OPEN instances only: closing ends the expiry, and the window applies.
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    si::housekeeping_options options;
+    options.removal_delay = 1h;
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+    b.clock.advance(24h + 1s);
+    BOOST_TEST(housekeeper.run_once().marked == 1u);
+    conf::complete_order(h, "o1");
+    BOOST_TEST_REQUIRE(conf::instance_state_of(b, "o1") == "CLOSED");
+
+    b.clock.advance(2h);  // past remove_after, within the window
+    BOOST_TEST(housekeeper.run_once().expired_removed == 0u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    b.clock.advance(22h);
+    BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
+    BOOST_TEST(b.error_sink.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(expired_instances_are_marked_then_removed_after_their_waiting_messages_are_forwarded, Backend, backends) {
@@ -1040,7 +1143,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_state_change_of_a_message_removed_meanwhile_chan
     BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
     auto step = b.store.begin();
-    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
+    si::housekeeping_options no_window;
+    no_window.deduplication_windows = {{conf::order_sequence, std::chrono::seconds(0)}};
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, no_window, b.clock);
     BOOST_TEST(housekeeper.run_once().closed_removed == 1u);
     step.update_message_state(id, si::message_state::processed, b.clock.now());
     step.commit();
@@ -1052,6 +1157,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(one_runner_per_housekeeping_job_and_a_bounded_run_
     Backend b;
     harness<Backend> h(b);
     for (const char* ctx : {"o1", "o2", "o3"}) conf::complete_order(h, ctx);
+    b.clock.advance(std::chrono::hours(24));  // past their deduplication window
     conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
     {
         auto held = b.store.try_lock_job("seqinbox.closed_cleanup");  // another service instance runs it

@@ -187,6 +187,14 @@ BOOST_AUTO_TEST_CASE(rejects_zero_or_negative_retention) {
     expect_problem(one(s), {"sequence 'S': retention period must be positive, got -5s"}, 0);
 }
 
+BOOST_AUTO_TEST_CASE(rejects_a_negative_deduplication_window_and_accepts_zero) {
+    auto s = seq("S", {msg("A")});
+    s.deduplication_window = -5s;
+    expect_problem(one(s), {"sequence 'S': deduplication window must not be negative, got -5s"}, 0);
+    s.deduplication_window = 0s;
+    expect_valid(one(s));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_type_declared_twice_in_one_sequence) {
     expect_problem(one(seq("S", {msg("A"), msg("B"), msg("A")})),
                    {"sequence 'S': type 'A': declared twice in this sequence (messages[0] and messages[2])"}, 0, 2);

@@ -161,6 +161,8 @@ public:
         for (const auto& m : in.decls.sequences.front().messages) release_.emplace(m.qualified_type(), &m.release);
         for (const auto& row : in.store.messages())
             if (row.state == message_state::processed) processed_[row.instance].insert(row.type);
+        for (const auto& instance : in.store.instances())
+            if (instance.state == instance_state::closed) closed_.insert(instance.id);
     }
 
     void run(const workload& w, const std::vector<bool>& delivered) {
@@ -186,7 +188,7 @@ private:
         case message_state::failed:
             if (!sunk_.contains(key)) log_->add("failed_not_in_sink", name + " is FAILED without an error-sink record");
             return;
-        case message_state::waiting: return check_waiting(rows.front(), name);
+        case message_state::waiting: return check_waiting(rows.front(), m.context, name);
         }
     }
 
@@ -199,9 +201,12 @@ private:
                   name + " is " + std::string(to_string(state)) + " and its listener succeeded " + std::to_string(n) + " times");
     }
 
-    void check_waiting(const message_record& row, const std::string& name) {
+    void check_waiting(const message_record& row, const std::string& context, const std::string& name) {
         if (in_.strategy_claims && !in_.store.has_claim(row.key()))
             log_->add("waiting_without_claim", name + " is WAITING without a committed claim");
+        // An operator's CLOSE releases nothing: the row waits until housekeeping forwards it at
+        // the end of the instance's deduplication window (checked by the removal check).
+        if (closed_.contains(row.instance) && in_.probe.close_target(context)) return;
         const auto& done = processed_[row.instance];
         if (release_.at(row.type)->satisfied([&](const std::string& t) { return done.contains(t); }))
             log_->add(in_.connection_lost ? "stranded_after_lost_connection" : "stranded",
@@ -213,6 +218,7 @@ private:
     std::set<claim_key> sunk_;
     std::map<std::string, const condition*> release_;
     std::map<instance_id, std::set<std::string>> processed_;
+    std::set<instance_id> closed_;
 };
 
 }  // namespace seqinbox::sim

@@ -127,9 +127,11 @@ public:
 
     /// Action runner `runner` read the pending actions of the instance it locked just now.
     void actions_read_by(std::size_t runner, actions_by_context read) {
-        for (const auto& [context, actions] : read)
+        for (const auto& [context, actions] : read) {
+            if (actions.on_instance == instance_action::close) close_targets_.insert(context);
             for (const auto& [key, action] : actions.on_messages)
                 if (actions.executed_on(key) == message_action::expire) expire_targets_[context].insert(key);
+        }
         read_by_runner_[runner] = std::move(read);
     }
     /// How the probe asks whether a key's committed row is PROCESSED (an expiry took effect).
@@ -140,6 +142,7 @@ public:
     void instance_removed(const std::string& context, const std::vector<claim_key>& keys) {
         succeeded_types_.erase(context);
         expire_targets_.erase(context);
+        close_targets_.erase(context);
         for (const auto& key : keys) successes_.erase(key);
     }
 
@@ -154,6 +157,8 @@ public:
     bool expire_target(const claim_key& key) const {
         return std::ranges::any_of(expire_targets_, [&](const auto& targets) { return targets.second.contains(key); });
     }
+    /// An action runner read CLOSE for the context's current instance.
+    bool close_target(const std::string& context) const { return close_targets_.contains(context); }
     /// Listeners an operator's CONSUME or CONSUME_ALL started out of the release order.
     std::size_t operator_replays() const noexcept { return operator_replays_; }
     std::size_t in_flight() const noexcept { return in_flight_.size(); }
@@ -229,6 +234,7 @@ private:
     std::set<claim_key> succeeded_once_;  // whatever removals followed
     std::map<std::size_t, actions_by_context> read_by_runner_;       // each runner's last read
     std::map<std::string, std::set<claim_key>> expire_targets_;      // by context: read as EXPIRE
+    std::set<std::string> close_targets_;                            // contexts read with CLOSE
     std::function<bool(const claim_key&)> is_processed_;
     std::size_t operator_replays_ = 0;
 };

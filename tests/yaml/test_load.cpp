@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <optional>
 
 #include "fixture.hpp"
 #include "seqinbox/declare/validate.hpp"
@@ -142,6 +143,15 @@ BOOST_AUTO_TEST_CASE(missing_context_id_policy_as_declared_else_the_loader_defau
                                      missing_context_id_policy::dead_letter}));
     const auto doc = seqinbox::yaml::parse_file(valid_file("missing_context_id"));
     BOOST_TEST((doc.sequences.at(0).messages.at(2).missing_context_id == std::nullopt), "not set: the loader's default");
+}
+
+BOOST_AUTO_TEST_CASE(deduplication_window_is_a_period_that_may_be_zero_and_defaults_to_the_retention) {
+    const auto d = load("deduplication_window");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 3u);
+    BOOST_TEST((d.sequences[0].deduplication_window == std::optional<std::chrono::seconds>(7 * 24h)));
+    BOOST_TEST((d.sequences[1].kept_closed_for() == 0s));
+    BOOST_TEST(!d.sequences[2].deduplication_window.has_value());
+    BOOST_TEST((d.sequences[2].kept_closed_for() == 2h));
 }
 
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {

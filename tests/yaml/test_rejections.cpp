@@ -33,6 +33,8 @@ const std::vector<rejection> rejections{
     {"zero_retention", {"3:22: sequence 'S': retention period '0h' must be positive, not zero"}},
     {"negative_retention", {"3:22: sequence 'S': retention period '-1h' must be positive"}},
     {"retention_in_months", {"3:22: sequence 'S': malformed ISO-8601 retention period 'P1M': years and months"}},
+    {"negative_deduplication_window", {"4:26: sequence 'S': deduplication window '-1h' must not be negative (a sign is not allowed)"}},
+    {"malformed_deduplication_window", {"4:26: sequence 'S': malformed deduplication window '1 week'; expected e.g. 24h"}},
     {"recording_until_malformed",
      {"4:21: sequence 'S': 'recordingUntil' '2026-12-01 00:00': expected an RFC 3339 instant with offset"}},
     {"recording_until_out_of_range", {"4:21: sequence 'S': 'recordingUntil' '2026-02-30T00:00:00Z': a field is out of range"}},

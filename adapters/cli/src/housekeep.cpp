@@ -12,6 +12,7 @@
 #include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/log/stream_logger.hpp"
 #include "seqinbox/postgresql/store.hpp"
+#include "seqinbox/yaml/loader.hpp"
 
 namespace seqinbox::cli {
 
@@ -20,22 +21,25 @@ namespace {
 constexpr std::string_view usage_text =
     "usage: seqinbox housekeep --once --postgres CONNINFO --bootstrap-servers HOSTS --dead-letter-topic TOPIC [options]\n"
     "\n"
-    "Runs the housekeeping jobs once: removes CLOSED instances, marks OPEN instances past their\n"
-    "retention for removal, and removes marked instances past their removal time after sending\n"
-    "each of their WAITING messages to the dead-letter topic. Only one service instance runs a\n"
-    "job at a time; a job another one is running is reported as skipped. `seqinbox run`\n"
-    "schedules the same jobs.\n"
+    "Runs the housekeeping jobs once: removes CLOSED instances past their deduplication window,\n"
+    "marks OPEN instances past their retention for removal, and removes marked instances past\n"
+    "their removal time after sending each of their WAITING messages to the dead-letter topic.\n"
+    "Only one service instance runs a job at a time; a job another one is running is reported\n"
+    "as skipped. `seqinbox run` schedules the same jobs.\n"
     "\n"
     "options:\n"
     "  --once                    required: run once and exit\n"
     "  --postgres CONNINFO       libpq connection string of the inbox database\n"
     "  --dead-letter-topic TOPIC topic receiving the WAITING messages of removed instances\n"
+    "  --declarations FILE       YAML declarations whose deduplicationWindow values apply (other\n"
+    "                            names need not be built in); without it, or for a sequence it\n"
+    "                            does not declare, a CLOSED instance is kept for its retention\n"
     "  --json                    one JSON document instead of text\n";
 
 struct housekeep_call {
     bool once = false;
     bool json = false;
-    std::string conninfo, bootstrap_servers, dead_letter_topic;
+    std::string conninfo, bootstrap_servers, dead_letter_topic, declarations;
     kafka::properties producer;
     housekeeping_options housekeeping;
 };
@@ -52,6 +56,7 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
         else if (r.flag("--json")) call.json = true;
         else if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
         else if (auto v = r.value("--dead-letter-topic")) call.dead_letter_topic = std::string(*v);
+        else if (auto v = r.value("--declarations")) call.declarations = std::string(*v);
         else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping))
             r.unknown();
     }
@@ -84,12 +89,16 @@ void print(const housekeeping_report& report, bool json) {
 int housekeep_command(std::span<const std::string_view> args) {
     const auto call = parse(args);
     if (!call) return exit_ok;
+    housekeeping_options housekeeping = call->housekeeping;
+    if (!call->declarations.empty())
+        housekeeping.deduplication_windows = deduplication_windows_of(
+            yaml::load_file(call->declarations, yaml::registry<std::string>{}, {.assume_registered = true}));
     kafka::properties producer = call->producer;
     producer.insert_or_assign("bootstrap.servers", call->bootstrap_servers);
     postgresql::store store({.conninfo = call->conninfo, .pool_size = 2});
     kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
     basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger> housekeeper(
-        store, sink, call->housekeeping, {}, log::stream_logger(std::cerr));
+        store, sink, housekeeping, {}, log::stream_logger(std::cerr));
     print(housekeeper.run_once(), call->json);
     return exit_ok;
 }

@@ -93,7 +93,9 @@ void print_text(const checked_file& f, std::ostream& out) {
     for (std::size_t s = 0; s < decls.sequences.size(); ++s) {
         const auto& seq = decls.sequences[s];
         const auto& recording = f.doc.sequences[s].recording_text;
+        const auto& window = f.doc.sequences[s].deduplication_window_text;
         out << "sequence " << seq.name << " (retention " << f.doc.sequences[s].retention_text << ", "
+            << (window.empty() ? "" : "deduplication window " + window + ", ")
             << (recording.empty() ? "" : "recording until " + recording + ", ") << seq.messages.size()
             << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
         std::size_t step = 0;
@@ -147,7 +149,7 @@ void print_json(const std::vector<checked_file>& files, std::ostream& out) {
                     << ", \"topic\": " << json_string(msg.topic) << ", \"cluster\": " << json_string(msg.cluster) << "}";
                 first = false;
             }
-            out << "], \"recording_until\": "
+            out << "], \"deduplication_window_seconds\": " << seq.kept_closed_for().count() << ", \"recording_until\": "
                 << (f.doc.sequences[s].recording_text.empty() ? "null" : json_string(f.doc.sequences[s].recording_text)) << "}";
         }
         out << "], \"assumed\": [";

@@ -65,6 +65,12 @@ declarations<std::string> load(const relay_options& o) {
     return decls;
 }
 
+/// `o` with the deduplication windows of the declared sequences.
+housekeeping_options declared_windows(housekeeping_options o, const declarations<std::string>& decls) {
+    o.deduplication_windows = deduplication_windows_of(decls);
+    return o;
+}
+
 }  // namespace
 
 std::string output_topic_of(const relay_options& options, const std::string& sequence) {
@@ -86,7 +92,7 @@ public:
           retries_(*metrics_.shared_registry()),
           watched_(source_, retries_),
           inbox_(store_, watched_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
-          housekeeper_(store_, dead_letters_, options_.housekeeping, {}, logger_),
+          housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           http_(options_.http_port, routes()) {
         dead_letters_.partitions();  // a missing dead-letter topic stops the start, not the first bad record
         publish_released_messages();

@@ -35,7 +35,7 @@ namespace {
 
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
-constexpr std::array<std::string_view, 4> sequence_keys{"name", "retentionPeriod", "messages", "recordingUntil"};
+constexpr std::array<std::string_view, 5> sequence_keys{"name", "retentionPeriod", "messages", "recordingUntil", "deduplicationWindow"};
 constexpr std::array<std::string_view, 8> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
                                                        "releaseCondition", "topic", "clusterName", "missingContextId"};
 constexpr std::array policies{missing_context_id_policy::handle, missing_context_id_policy::dead_letter};
@@ -183,6 +183,7 @@ private:
         seq.where = mark_of(node);
         seq.name = text(fields, "name", where);
         retention(fields, where, seq);
+        deduplication_window(fields, where, seq);
         recording(fields, where, seq);
         if (const auto* messages = find(fields, "messages"); messages && !messages->second.IsNull()) {
             if (is(messages->second, YAML::NodeType::Sequence, where + ": 'messages'"))
@@ -204,6 +205,14 @@ private:
         auto parsed = parse_retention(seq.retention_text);
         if (auto* why = std::get_if<std::string>(&parsed)) add(mark_of(f->second), where + ": " + *why);
         else seq.retention = std::get<std::chrono::seconds>(parsed);
+    }
+
+    void deduplication_window(const field_list& fields, const std::string& where, sequence_entry& seq) {
+        seq.deduplication_window_text = text(fields, "deduplicationWindow", where);
+        if (seq.deduplication_window_text.empty()) return;
+        auto parsed = parse_deduplication_window(seq.deduplication_window_text);
+        if (auto* why = std::get_if<std::string>(&parsed)) add(mark_of(find(fields, "deduplicationWindow")->second), where + ": " + *why);
+        else seq.deduplication_window = std::get<std::chrono::seconds>(parsed);
     }
 
     void recording(const field_list& fields, const std::string& where, sequence_entry& seq) {

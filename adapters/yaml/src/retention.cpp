@@ -1,4 +1,4 @@
-// Retention periods: `<n><unit>` with unit s, m, h or d, or ISO-8601 P[nW][nD][T[nH][nM][nS]].
+// Retention periods and deduplication windows: `<n><unit>` with unit s, m, h or d, or ISO-8601 P[nW][nD][T[nH][nM][nS]].
 #include <chrono>
 #include <cstdint>
 #include <algorithm>
@@ -67,18 +67,17 @@ std::variant<std::int64_t, std::string> parse_iso(std::string_view text) {
     return total;
 }
 
-}  // namespace
-
-std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view text) {
+/// A period named `what` in problems; zero is accepted only when `zero_allowed`.
+std::variant<std::chrono::seconds, std::string> parse_period(std::string_view text, const std::string& what, bool zero_allowed) {
     const std::string quoted = "'" + std::string(text) + "'";
-    if (text.empty()) return "retention period is empty; " + formats;
+    if (text.empty()) return what + " is empty; " + formats;
     if (text.front() == '-' || text.front() == '+')
-        return "retention period " + quoted + " must be positive (a sign is not allowed)";
+        return what + " " + quoted + (zero_allowed ? " must not be negative" : " must be positive") + " (a sign is not allowed)";
     std::int64_t total = 0;
     if (text.front() == 'P' || text.front() == 'p') {
         auto iso = parse_iso(text);
         if (auto* why = std::get_if<std::string>(&iso))
-            return "malformed ISO-8601 retention period " + quoted + ": " + *why + "; " + formats;
+            return "malformed ISO-8601 " + what + " " + quoted + ": " + *why + "; " + formats;
         total = std::get<std::int64_t>(iso);
     } else {
         std::size_t pos = 0;
@@ -87,14 +86,24 @@ std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view
         if (number && pos + 1 == text.size() && std::string_view("smhd").find(text[pos]) != std::string_view::npos) {
             total = n * unit_seconds(text[pos]);
         } else if (number && pos == text.size()) {
-            return "retention period " + quoted + " has no unit; " + formats;
+            return what + " " + quoted + " has no unit; " + formats;
         } else {
-            return "malformed retention period " + quoted + "; " + formats;
+            return "malformed " + what + " " + quoted + "; " + formats;
         }
     }
-    if (total == 0) return "retention period " + quoted + " must be positive, not zero";
-    if (total > max_seconds) return "retention period " + quoted + " is longer than ten years";
+    if (total == 0 && !zero_allowed) return what + " " + quoted + " must be positive, not zero";
+    if (total > max_seconds) return what + " " + quoted + " is longer than ten years";
     return std::chrono::seconds(total);
+}
+
+}  // namespace
+
+std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view text) {
+    return parse_period(text, "retention period", false);
+}
+
+std::variant<std::chrono::seconds, std::string> parse_deduplication_window(std::string_view text) {
+    return parse_period(text, "deduplication window", true);
 }
 
 }  // namespace seqinbox::yaml

@@ -827,13 +827,29 @@ store::job_lock store::try_lock_job(const std::string& job) {
     return job_lock(std::move(state));
 }
 
-std::vector<instance_id> store::closed_instances(std::size_t limit) {
-    return instance_ids("finding closed instances", "state = 'CLOSED' ORDER BY id", limit);
+std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) {
+    std::vector<std::string> names;
+    std::string seconds;  // "3600,60": numbers need no encoding
+    for (const auto& w : windows) {
+        names.push_back(w.sequence);
+        seconds += (seconds.empty() ? "" : ",") + std::to_string(w.window.count());
+    }
+    // The sequence's window from `windows`, else the instance's own retention. A CLOSED row
+    // without closed_at (not written by seqinbox) counts from its creation.
+    const std::string window =
+        "COALESCE((SELECT CAST(w.seconds AS bigint) * INTERVAL '1 second' FROM unnest(string_to_array(:names, ','),"
+        " string_to_array(:seconds, ',')) AS w(name, seconds) WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = sequence_instance.name),"
+        " retain_until - created_at)";
+    return instance_ids("finding closed instances past their deduplication window",
+                        "state = 'CLOSED' AND COALESCE(closed_at, created_at) + " + window + " <= " + detail::sql_timestamp(":now") +
+                            " ORDER BY id",
+                        limit, detail::encode_list(names), seconds, to_microseconds(now));
 }
 
 std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) {
-    return instance_ids("finding instances to remove", "remove_after <= " + detail::sql_timestamp(":now") + " ORDER BY remove_after, id",
-                        limit, to_microseconds(now));
+    return instance_ids("finding instances to remove",
+                        "state = 'OPEN' AND remove_after <= " + detail::sql_timestamp(":now") + " ORDER BY remove_after, id", limit,
+                        to_microseconds(now));
 }
 
 template <class... Values>

@@ -51,6 +51,11 @@ struct sequence_declaration {
     /// once and recorded PROCESSED, never buffered, so that a sequence can be introduced on a live
     /// topic whose predecessors were sent before the inbox existed. From it on: full sequencing.
     std::optional<timestamp> recording_until{};
+    /// How long a CLOSED instance is kept after closing, so that late duplicates of its messages
+    /// are still recognised (after it they are processed as new). Empty: the retention. Not negative.
+    std::optional<std::chrono::seconds> deduplication_window{};
+
+    std::chrono::seconds kept_closed_for() const { return deduplication_window.value_or(retention); }
 };
 
 /// Resolves the subtype of a message of one type; `subtypes` lists every value it can return.

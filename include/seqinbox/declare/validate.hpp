@@ -56,6 +56,7 @@ struct sequence_shape {
     std::string name;
     std::chrono::seconds retention{0};
     std::vector<message_shape> messages;
+    std::optional<std::chrono::seconds> deduplication_window;
 };
 
 struct resolver_shape {
@@ -72,7 +73,7 @@ template <class Message>
 declarations_shape shape_of(const declarations<Message>& decls) {
     declarations_shape shape;
     for (const auto& seq : decls.sequences) {
-        sequence_shape s{seq.name, seq.retention, {}};
+        sequence_shape s{seq.name, seq.retention, {}, seq.deduplication_window};
         for (const auto& m : seq.messages)
             s.messages.push_back({m.type, m.subtype, static_cast<bool>(m.context_id), m.release, m.topic, m.cluster});
         shape.sequences.push_back(std::move(s));
@@ -211,7 +212,7 @@ struct declaration_index {
     }
 };
 
-// ---- per sequence: names, retention, messages ----
+// ---- per sequence: names, retention, deduplication window, messages ----
 
 inline void check_sequence_basics(problem_list& out) {
     const auto& sequences = out.shape().sequences;
@@ -226,6 +227,8 @@ inline void check_sequence_basics(problem_list& out) {
         }
         if (seq.retention <= std::chrono::seconds::zero())
             out.add_for_sequence(s, "retention period must be positive, got " + std::to_string(seq.retention.count()) + "s");
+        if (seq.deduplication_window && *seq.deduplication_window < std::chrono::seconds::zero())
+            out.add_for_sequence(s, "deduplication window must not be negative, got " + std::to_string(seq.deduplication_window->count()) + "s");
         if (seq.messages.empty()) out.add_for_sequence(s, "declares no message types");
         for (std::size_t m = 0; m < seq.messages.size(); ++m) {
             const auto& msg = seq.messages[m];

@@ -60,6 +60,7 @@ struct relay_options {
     std::size_t action_page_size = 100;
     std::size_t action_pages = 10;
     std::chrono::milliseconds housekeeping_every{std::chrono::minutes(10)};
+    /// Housekeeping; its deduplication windows come from the declarations.
     housekeeping_options housekeeping{};
     /// Share of the retention after which /metrics counts an OPEN instance as expiring.
     double expiring_share = 0.75;

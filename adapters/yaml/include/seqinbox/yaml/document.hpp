@@ -54,6 +54,8 @@ struct sequence_entry {
     std::string retention_text;  ///< as written, for summaries
     std::optional<timestamp> recording_until;  ///< recordingUntil: recording mode before it
     std::string recording_text;                ///< as written, for summaries
+    std::optional<std::chrono::seconds> deduplication_window;  ///< deduplicationWindow; empty: the retention
+    std::string deduplication_window_text;                     ///< as written, for summaries
     std::vector<message_entry> messages;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// Retention periods as written in declaration files.
+// Retention periods and deduplication windows as written in declaration files.
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -11,5 +11,9 @@ namespace seqinbox::yaml {
 /// and seconds (`P7D`, `PT1H30M`, `P1DT12H`). Returns the positive period, or why `text` is
 /// rejected (malformed, zero, negative, too large, or with years/months, which have no fixed length).
 std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view text);
+
+/// The same syntax for a deduplication window, which may be zero (`0s`: CLOSED instances go at
+/// the next housekeeping run) but not negative.
+std::variant<std::chrono::seconds, std::string> parse_deduplication_window(std::string_view text);
 
 }  // namespace seqinbox::yaml

@@ -137,14 +137,20 @@ public:
         return job_lock(this, job);
     }
 
-    std::vector<instance_id> closed_instances(std::size_t limit) const {
-        return instances_where(limit, [](const instance_row& r) { return r.row.state == instance_state::closed; },
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) const {
+        auto window_passed = [&](const instance_row& r) {
+            const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
+            const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
+            return r.closed_at.value_or(r.row.created_at) + window <= now;
+        };
+        return instances_where(limit, [&](const instance_row& r) { return r.row.state == instance_state::closed && window_passed(r); },
                                [](const instance_row& r) { return r.row.id; });
     }
 
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit) const {
-        return instances_where(limit, [&](const instance_row& r) { return r.row.remove_after && *r.row.remove_after <= now; },
-                               [](const instance_row& r) { return *r.row.remove_after; });
+        return instances_where(limit, [&](const instance_row& r) {
+            return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now;
+        }, [](const instance_row& r) { return *r.row.remove_after; });
     }
 
     /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
@@ -475,7 +481,7 @@ private:
     void finish(detail::tx_state& tx) {
         release_locks(tx.locks, {});
         tx.writes.messages.clear();
-        tx.writes.instance_states.clear();
+        tx.writes.closings.clear();
         tx.writes.kv.clear();
         tx.writes.cleared_actions.clear();
         tx.savepoints.clear();
@@ -614,8 +620,7 @@ public:
         return run("instance.lock", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
             s.lock_instance_row(lock, tx, instance, "instance.lock");
             sequence_instance row = s.instances_.at(instance).row;
-            if (auto* own = detail::find_in(tx.writes.instance_states, instance, [](auto& p) { return p.first; }))
-                row.state = own->second;
+            if (detail::find_in(tx.writes.closings, instance, [](auto& p) { return p.first; })) row.state = instance_state::closed;
             return row;
         });
     }
@@ -691,13 +696,13 @@ public:
         });
     }
 
-    void close_instance(instance_id instance, timestamp) {
+    void close_instance(instance_id instance, timestamp now) {
         run("instance.close", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
             s.lock_instance_row(lock, tx, instance, "instance.close");
-            if (auto* own = detail::find_in(tx.writes.instance_states, instance, [](auto& p) { return p.first; }))
-                own->second = instance_state::closed;
+            if (auto* own = detail::find_in(tx.writes.closings, instance, [](auto& p) { return p.first; }))
+                own->second = now;
             else
-                tx.writes.instance_states.emplace_back(instance, instance_state::closed);
+                tx.writes.closings.emplace_back(instance, now);
         });
     }
 
@@ -844,7 +849,10 @@ inline void store::apply(detail::tx_state& tx) {
         slot.committed = slot.pending;
     }
     for (auto& row : tx.writes.messages) apply_message(std::move(row));
-    for (const auto& [id, state] : tx.writes.instance_states) instances_.at(id).row.state = state;
+    for (const auto& [id, at] : tx.writes.closings) {
+        instances_.at(id).row.state = instance_state::closed;
+        instances_.at(id).closed_at = at;
+    }
     for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
     for (const auto& [instance, messages] : tx.writes.cleared_actions) {
         instance_actions_.erase(instance);

@@ -118,7 +118,7 @@ public:
     /// keeps one pooled connection while it lives.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
-    std::vector<instance_id> closed_instances(std::size_t limit);
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit);
     std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit);
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit);
     bool remove_instance(instance_id id, const forward_waiting& forward);

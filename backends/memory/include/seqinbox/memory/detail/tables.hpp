@@ -85,6 +85,7 @@ private:
 
 struct instance_row {
     sequence_instance row;
+    std::optional<timestamp> closed_at;     // when it was CLOSED
     by_type<int> processed;                  // committed PROCESSED rows per type
     by_type<std::set<message_id>> waiting;   // committed WAITING rows per type
     std::vector<message_id> messages;        // every message row, for the cascade
@@ -94,7 +95,7 @@ struct instance_row {
 /// Uncommitted writes of one transaction (claims live in their slots), scanned linearly.
 struct overlay {
     std::vector<message_record> messages;  // inserted or updated
-    std::vector<std::pair<instance_id, instance_state>> instance_states;
+    std::vector<std::pair<instance_id, timestamp>> closings;  // instances closed, and when
     std::vector<std::pair<std::string, std::string>> kv;
     std::vector<std::pair<instance_id, std::vector<message_id>>> cleared_actions;  // clear_actions calls
 };
