@@ -30,22 +30,12 @@ public:
 
     std::optional<step> operator()(const model& m) {
         std::vector<std::pair<unsigned, std::vector<step>>> kinds;
-        unsigned total = 0;
         for (const action a : all_actions) {
             const unsigned weight = info(a).fault ? info(a).weight * fault_percent_ / 100 : info(a).weight;
             if (weight == 0) continue;
-            auto candidates = m.candidates(a);
-            if (candidates.empty()) continue;
-            total += weight;
-            kinds.emplace_back(weight, std::move(candidates));
+            if (auto candidates = m.candidates(a); !candidates.empty()) kinds.emplace_back(weight, std::move(candidates));
         }
-        if (kinds.empty()) return std::nullopt;
-        std::size_t roll = rng_.below(total);
-        for (auto& [weight, candidates] : kinds) {
-            if (roll < weight) return rng_.pick(candidates);
-            roll -= weight;
-        }
-        return std::nullopt;
+        return rng_.pick_weighted(kinds);
     }
 
 private:
