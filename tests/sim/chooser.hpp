@@ -39,23 +39,14 @@ public:
     template <class Sim>
     std::optional<step> operator()(const Sim& sim) {
         std::vector<std::pair<unsigned, std::vector<step>>> kinds;
-        unsigned total = 0;
         for_each_kind([&]<class K>(kind<K>) {
             const unsigned weight = weight_of(K::info);
             if (weight == 0) return;
             std::vector<step> candidates;
             add_candidates<K>(sim, candidates);
-            if (candidates.empty()) return;
-            total += weight;
-            kinds.emplace_back(weight, std::move(candidates));
+            if (!candidates.empty()) kinds.emplace_back(weight, std::move(candidates));
         });
-        if (kinds.empty()) return std::nullopt;
-        std::size_t roll = rng_.below(total);
-        for (auto& [weight, candidates] : kinds) {
-            if (roll < weight) return rng_.pick(candidates);
-            roll -= weight;
-        }
-        return std::nullopt;
+        return rng_.pick_weighted(kinds);
     }
 
 private:

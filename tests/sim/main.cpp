@@ -24,6 +24,7 @@
 #include "seqinbox/claim/insert_first.hpp"
 #include "shrink.hpp"
 #include "simulation.hpp"
+#include "source_run.hpp"
 
 namespace {
 
@@ -43,13 +44,15 @@ struct options {
     std::size_t shrink_replays = 400;
     std::set<std::string> known_issues;  ///< violation kinds counted and listed but not failing
     unsigned jobs = 1;                   ///< seeds run at once, each on its own controller thread
+    source::defect planted = source::defect::none;  ///< test-only defect in the source model's code
 };
 
 constexpr std::string_view usage =
     "usage: seqinbox-sim [--seeds N] [--first-seed N] [--time-budget S] [--min-seeds N]\n"
     "                    [--seed N [--trace]] [--claim insert_first|check_then_insert|no_claim]\n"
     "                    [--expect-violation] [--max-steps N] [--shrink-replays N]\n"
-    "                    [--known-issue KIND]... [--jobs N]\n";
+    "                    [--known-issue KIND]... [--jobs N]\n"
+    "                    [--planted source_seek_to_own_record|source_commit_fetch_position]\n";
 
 std::uint64_t number(std::string_view flag, const char* text) {
     char* end = nullptr;
@@ -77,6 +80,7 @@ options parse(int argc, char** argv) {
         else if (flag == "--max-steps") o.max_steps = number(flag, value());
         else if (flag == "--shrink-replays") o.shrink_replays = number(flag, value());
         else if (flag == "--known-issue") o.known_issues.insert(value());
+        else if (flag == "--planted") o.planted = source::defect_named(value());
         else if (flag == "--jobs") o.jobs = static_cast<unsigned>(std::max<std::uint64_t>(1, number(flag, value())));
         else throw std::invalid_argument("unknown option '" + std::string(flag) + "'");
     }
@@ -102,11 +106,18 @@ std::size_t count_violations(const run_result& result, const options& o, tally& 
     return real;
 }
 
+/// The seed's run of the engine, then of the source model (its violations and counts added to
+/// the engine's; its trace returned when asked).
 template <class Claim>
-run_result run_seed(const scenario& s, const options& o, bool trace) {
+run_result run_seed(const scenario& s, const options& o, bool trace, std::vector<std::string>* source_trace = nullptr) {
     simulation<Claim> sim(s, {o.max_steps, trace, {}});
     random_chooser chooser(s);
-    return sim.run(chooser);
+    run_result result = sim.run(chooser);
+    source::run_result source_run = source::run_seed(s.seed, {o.planted, source_trace != nullptr});
+    result.violations.insert(result.violations.end(), source_run.violations.begin(), source_run.violations.end());
+    add(result.counts, source_run.counts);
+    if (source_trace) *source_trace = std::move(source_run.trace);
+    return result;
 }
 
 /// One line per failing seed after the first: its seed and the kinds it violated.
@@ -132,12 +143,32 @@ const violation& first_real(const run_result& result, const options& o) {
     return *std::ranges::find_if(result.violations, [&](const violation& v) { return !o.known_issues.contains(v.kind); });
 }
 
+bool of_source(const violation& v) { return v.kind.starts_with("source_"); }
+
+/// Shrinks the seed's failing source-model run and prints its draw and short trace.
+void report_source_failure(std::uint64_t seed, const std::string& kind, const options& o) {
+    const source::setup s = source::make_setup(seed);
+    source::run_options run{o.planted};
+    const source::run_result failed = source::run_seed(seed, run);
+    std::size_t replays = 0;
+    const auto script = source::shrink(s, run, kind, failed.steps, o.shrink_replays, replays);
+    run.trace = true;
+    const source::run_result again = source::replay(s, script, run);
+    std::cout << "source_setup " << source::describe(s) << '\n'
+              << "source_shrunk_steps " << script.size() << " (from " << failed.steps.size() << ", " << replays << " replays)\n";
+    for (const auto& v : again.violations)
+        if (v.kind == kind) std::cout << "shrunk_violation " << v.kind << ": " << v.text << " (after source step " << v.step << ")\n";
+    for (const auto& line : again.trace) std::cout << "source_trace " << line << '\n';
+}
+
 /// Shrinks the failing run of `s` and prints the seed, the violation and the short trace.
 template <class Claim>
 void report_failure(const scenario& s, const run_result& failed, const options& o) {
     const violation& first = first_real(failed, o);
     std::cout << "failing_seed " << s.seed << '\n';
-    for (const auto& v : failed.violations) std::cout << "violation " << v.kind << ": " << v.text << " (after step " << v.step << ")\n";
+    for (const auto& v : failed.violations)
+        std::cout << "violation " << v.kind << ": " << v.text << " (after " << (of_source(v) ? "source step " : "step ") << v.step << ")\n";
+    if (of_source(first)) return report_source_failure(s.seed, first.kind, o);
     print_declaration(s);
     shrinker<Claim> shrink(s, first.kind, o.shrink_replays);
     const shrunk_run small = shrink.shrink(failed.steps, first.step);
@@ -154,10 +185,13 @@ void report_failure(const scenario& s, const run_result& failed, const options& 
 template <class Claim>
 int replay_one(const options& o) {
     const scenario s = make_scenario(*o.replay_seed);
-    const run_result result = run_seed<Claim>(s, o, o.trace);
+    std::vector<std::string> source_trace;
+    const run_result result = run_seed<Claim>(s, o, o.trace, &source_trace);
     if (o.trace) {
         print_declaration(s);
         print_trace(result.trace, result.trace.size());
+        std::cout << "source_setup " << source::describe(source::make_setup(s.seed)) << '\n';
+        for (const auto& line : source_trace) std::cout << "source_trace " << line << '\n';
     }
     tally totals = result.counts;
     const std::size_t real = count_violations(result, o, totals);
@@ -200,7 +234,9 @@ int run_many(const options& o) {
                              "requests_CONSUME", "requests_EXPIRE", "requests_CONSUME_ALL", "requests_CLOSE", "requests_refused",
                              "action_runs", "actions_executed", "operator_replays", "housekeeping_runs", "housekeeping_marked",
                              "housekeeping_closed_removed", "housekeeping_expired_removed", "housekeeping_forwarded",
-                             "instances_removed", "time_jumps", "retries_after_removal"})
+                             "instances_removed", "time_jumps", "retries_after_removal", "source_polls", "source_decisions",
+                             "source_give_backs", "source_seeks", "source_commits", "source_commit_failures", "source_rebalances",
+                             "source_revoked_in_flight", "source_restarts"})
         totals[name] = 0;
     std::uint64_t failing = 0, known = 0;
     for (const auto& x : outcomes) {

@@ -3,6 +3,7 @@
 // standard; the distributions are not, so the uniform helpers below are our own and a seed gives
 // the same run with every standard library.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -29,6 +30,20 @@ public:
     template <class T>
     const T& pick(const std::vector<T>& items) {
         return items[below(items.size())];
+    }
+    /// A group drawn by its weight (the first of each pair), then one of its items; groups are
+    /// not empty. Nothing when there is no group.
+    template <class T>
+    std::optional<T> pick_weighted(const std::vector<std::pair<unsigned, std::vector<T>>>& groups) {
+        unsigned total = 0;
+        for (const auto& group : groups) total += group.first;
+        if (groups.empty()) return std::nullopt;
+        std::size_t roll = below(total);
+        for (const auto& [weight, items] : groups) {
+            if (roll < weight) return pick(items);
+            roll -= weight;
+        }
+        return std::nullopt;
     }
     template <class T>
     void shuffle(std::vector<T>& items) {

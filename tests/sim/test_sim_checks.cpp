@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "scenario.hpp"
 #include "shrink.hpp"
 #include "simulation.hpp"
+#include "source_run.hpp"
 #include "support/world.hpp"
 
 using namespace seqinbox;
@@ -85,6 +87,23 @@ void expect_caught(const std::string& kind, std::uint64_t seeds) {
     options.dropped = small.dropped;
     const run_result again = replay<claim::insert_first, store>(s, small.script, options);
     BOOST_TEST(std::ranges::any_of(again.violations, [&](const violation& v) { return v.kind == kind; }), "seed " << found->first);
+}
+
+/// The source model with `planted` shows `kind` within `seeds` seeds, and its shrunk script still does.
+void expect_source_caught(source::defect planted, const std::string& kind, std::uint64_t seeds) {
+    const source::run_options options{planted};
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+        const source::run_result found = source::run_seed(seed, options);
+        if (!source::shows(found, kind)) continue;
+        BOOST_TEST_MESSAGE(kind << " first seen at source seed " << seed);
+        const source::setup s = source::make_setup(seed);
+        std::size_t replays = 0;
+        const auto script = source::shrink(s, options, kind, found.steps, 100, replays);
+        BOOST_TEST(script.size() <= found.steps.size());
+        BOOST_TEST(source::shows(source::replay(s, script, options), kind), "seed " << seed);
+        return;
+    }
+    BOOST_FAIL(kind << " not seen in " << seeds << " seeds");
 }
 
 }  // namespace
@@ -245,4 +264,33 @@ BOOST_AUTO_TEST_CASE(a_removal_that_drops_waiting_messages_is_caught) {
 
 BOOST_AUTO_TEST_CASE(an_action_job_that_replays_an_expired_message_is_caught) {
     expect_caught<planted_defect::expire_replays>("listener_of_expired", 200);
+}
+
+// ---- the Kafka source model ----
+
+BOOST_AUTO_TEST_CASE(a_seek_to_the_given_back_record_itself_is_caught) {
+    expect_source_caught(source::defect::seek_to_own_record, "source_never_decided", 1000);
+}
+
+BOOST_AUTO_TEST_CASE(a_commit_of_the_fetch_position_is_caught) {
+    expect_source_caught(source::defect::commit_fetch_position, "source_commit_past_undecided", 200);
+}
+
+BOOST_AUTO_TEST_CASE(a_recorded_source_run_replays_exactly) {
+    std::uint64_t faults = 0;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        const source::run_result first = source::run_seed(seed, {});
+        const source::run_result again = source::replay(source::make_setup(seed), first.steps, {});
+        BOOST_TEST((again.steps == first.steps), "seed " << seed);
+        BOOST_TEST((again.counts == first.counts), "seed " << seed);
+        BOOST_TEST(first.violations.empty(), "seed " << seed);
+        for (const char* name : {"source_give_backs", "source_rebalances", "source_restarts", "source_commit_failures"})
+            if (auto it = first.counts.find(name); it != first.counts.end()) faults += it->second;
+    }
+    BOOST_TEST(faults > 0u, "the replayed runs include faults");
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_planted_defect_is_named) {
+    BOOST_CHECK_EXCEPTION(source::defect_named("seek_twice"), std::invalid_argument,
+                          [](const std::invalid_argument& e) { return std::string(e.what()).find("'seek_twice'") != std::string::npos; });
 }
