@@ -51,6 +51,13 @@ std::optional<std::int64_t> offset_tracker::seek_target(const partition_id& wher
     return std::nullopt;
 }
 
+bool offset_tracker::undecided(const partition_id& where, std::int64_t offset) const {
+    const auto found = partitions_.find(where);
+    if (found == partitions_.end()) return false;
+    const auto record = found->second.polled.find(offset);
+    return record != found->second.polled.end() && record->second != record_state::decided;
+}
+
 void offset_tracker::commit_failed(const commit_position& position) {
     const auto found = partitions_.find(position.where);
     if (found != partitions_.end() && found->second.committed == position.offset) found->second.committed = -1;

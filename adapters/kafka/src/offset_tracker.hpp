@@ -39,6 +39,8 @@ public:
     /// Where the consumer must seek so that every given-back record of `where` is polled again:
     /// the lowest one not polled again yet; nothing when none is pending.
     std::optional<std::int64_t> seek_target(const partition_id& where) const;
+    /// Whether `offset` was polled and is neither decided nor forgotten since.
+    bool undecided(const partition_id& where, std::int64_t offset) const;
 
     /// Positions that moved since they were last taken, of the assigned partitions of consumer
     /// `cluster` that `owned` accepts; taking them counts them as committed (commit_failed()

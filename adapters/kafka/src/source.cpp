@@ -494,6 +494,11 @@ source::~source() {
 std::optional<envelope> source::poll() { return impl_->poll(); }
 void source::acknowledge(const envelope& record) { impl_->acknowledge(record); }
 void source::redeliver(const envelope& record) { impl_->redeliver(record); }
+
+bool source::undecided(const envelope& record) const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->tracker.undecided(impl::id_of(impl_->index_of(record), record), record.offset);
+}
 void source::commit() { impl_->commit_now(); }
 void source::close() { impl_->close(); }
 

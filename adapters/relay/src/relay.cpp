@@ -156,6 +156,7 @@ private:
             {"/metrics",
              [this] {
                  metrics_.refresh(store_, clocks::system_clock{}.now(), options_.expiring_share);
+                 watched_.retrying();  // refreshes seqinbox_retrying_records
                  return http_response{200, std::string(metrics::prometheus_content_type), metrics_.shared_registry()->render()};
              }},
             {"/healthz",

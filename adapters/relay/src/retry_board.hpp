@@ -52,10 +52,14 @@ public:
     }
 
     /// One line per record being retried ("" when none):
-    /// `retrying orders[2]@17: 3 failed attempts, last error: ...`.
-    std::string report(std::uint64_t generation) {
+    /// `retrying orders[2]@17: 3 failed attempts, last error: ...`. Records that `undecided`
+    /// rejects were decided meanwhile (another thread decided a second copy polled after a
+    /// seek back) and are forgotten.
+    template <class Undecided>
+    std::string report(std::uint64_t generation, Undecided undecided) {
         const std::scoped_lock lock(mutex_);
         forget_older_than(generation);
+        std::erase_if(records_, [&](const auto& item) { return !undecided(record_at(item.first)); });
         retrying_->set({}, static_cast<double>(records_.size()));
         std::string lines;
         for (const auto& [at, entry] : records_)
@@ -74,6 +78,13 @@ private:
     };
 
     static position position_of(const envelope& r) { return {r.cluster, r.topic, r.partition, r.offset}; }
+
+    /// An envelope with only the origin of the record at `p`.
+    static envelope record_at(const position& p) {
+        envelope e;
+        std::tie(e.cluster, e.topic, e.partition, e.offset) = p;
+        return e;
+    }
 
     static std::string describe(const position& at) {
         const auto& [cluster, topic, partition, offset] = at;
@@ -112,7 +123,9 @@ public:
         board_->given_back(record, std::current_exception() ? current_exception_text() : "no error given", generation());
     }
 
-    std::string retrying() { return board_->report(generation()); }
+    std::string retrying() {
+        return board_->report(generation(), [this](const envelope& record) { return source_->undecided(record); });
+    }
 
 private:
     std::uint64_t generation() const { return source_->statistics().rebalances; }

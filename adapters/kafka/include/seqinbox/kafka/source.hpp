@@ -118,8 +118,13 @@ public:
     std::optional<envelope> poll();
     /// The inbox decision for `record` is durable: its offset may be committed.
     void acknowledge(const envelope& record);
-    /// No decision was reached for `record`: it and what follows in its partition come again.
+    /// No decision was reached for `record`: it comes again (and what follows it in its
+    /// partition, unless decided already).
     void redeliver(const envelope& record);
+    /// Whether `record` was polled by this member and no decision for it is durable yet (in
+    /// flight, or given back and not decided since, maybe through another copy of it); false
+    /// once its partition was revoked.
+    bool undecided(const envelope& record) const;
 
     /// Commits every acknowledged offset now and waits for the result (throws on failure).
     void commit();

@@ -1,0 +1,76 @@
+// The relay's retry board: a record is listed as retrying (in /healthz and
+// seqinbox_retrying_records) only while it is undecided, also when threads hold several copies of
+// it after a seek back.
+#define BOOST_TEST_MODULE relay retry board
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "kafka/mock_cluster.hpp"
+#include "retry_board.hpp"
+#include "seqinbox/kafka/source.hpp"
+#include "seqinbox/metrics/registry.hpp"
+
+namespace si = seqinbox;
+namespace kafka = seqinbox::kafka;
+using namespace std::chrono_literals;
+
+namespace {
+std::optional<si::envelope> poll_some(si::relay::detail::watched_source& s) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline)
+        if (auto r = s.poll()) return r;
+    return std::nullopt;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_copy_given_back_after_another_copy_was_decided_is_not_listed_as_retrying) {
+    si::testing::mock_cluster cluster;
+    cluster.create_topic("orders", 1);
+    for (int i = 0; i < 3; ++i) {
+        si::envelope e;
+        e.key = "k";
+        e.value = "v" + std::to_string(i);
+        cluster.produce_async("orders", e, 0);
+    }
+    cluster.flush();
+    kafka::source_options o;
+    o.clusters = {{"", si::testing::consumer_properties(cluster.bootstraps(), "retry-board")}};
+    o.report = [](std::string_view) {};
+    kafka::source source(o, {{"", {"orders"}}});
+    si::metrics::registry registry;
+    si::relay::detail::retry_board board(registry);
+    si::relay::detail::watched_source watched(source, board);
+
+    auto a0 = poll_some(watched);  // thread A holds offset 0
+    auto b1 = poll_some(watched);  // thread B holds offset 1
+    BOOST_TEST_REQUIRE((a0 && b1 && a0->offset == 0 && b1->offset == 1));
+    try {
+        throw std::runtime_error("database down");
+    } catch (...) {
+        watched.redeliver(*a0);  // A gives back 0: seek to 0
+    }
+    BOOST_TEST(watched.retrying() == "retrying orders[0]@0: 1 failed attempt, last error: database down\n");
+    auto c0 = poll_some(watched);  // thread C: offset 0 again
+    auto d1 = poll_some(watched);  // thread D: a second copy of offset 1, which B still holds
+    BOOST_TEST_REQUIRE((c0 && d1 && c0->offset == 0 && d1->offset == 1));
+    watched.acknowledge(*c0);
+    watched.acknowledge(*d1);  // offset 1 decided by D
+    try {
+        throw std::runtime_error("connection terminated");
+    } catch (...) {
+        watched.redeliver(*b1);  // B's copy fails
+    }
+    // Offset 1 is decided; the source ignores B's give-back and never delivers it again.
+    auto e2 = poll_some(watched);
+    BOOST_TEST_REQUIRE((e2 && e2->offset == 2));
+    watched.acknowledge(*e2);
+    for (int i = 0; i < 10; ++i) BOOST_TEST(!watched.poll().has_value());  // offset 1 never comes again
+    source.commit();
+    BOOST_TEST(cluster.committed("retry-board", "orders", 1)[0] == 3);  // everything decided and committed
+    const auto report = watched.retrying();
+    BOOST_TEST(report.empty(), "still listed as retrying although decided: " << report);
+}
