@@ -90,6 +90,7 @@ struct source::impl {
     source_options options;
     std::mutex poll_mutex;  // librdkafka's poll runs rebalance callbacks: one poller at a time
     std::size_t next_consumer = 0;
+    std::set<partition_id> failed_seeks;  // under poll_mutex
 
     mutable std::mutex mutex;  // guards tracker, stats, last_commit
     std::condition_variable decided;
@@ -153,6 +154,7 @@ struct source::impl {
     std::optional<envelope> poll() {
         std::lock_guard poll_lock(poll_mutex);
         if (closed) throw error(error_category::misuse, "seqinbox::kafka::source: poll() after close()");
+        retry_failed_seeks();
         commit_if_due();
         const auto share = options.poll_timeout / static_cast<int>(consumers.size());
         for (std::size_t tried = 0; tried < consumers.size(); ++tried) {
@@ -227,24 +229,39 @@ struct source::impl {
         decided.notify_all();
         std::lock_guard poll_lock(poll_mutex);
         if (closed) return;  // the next owner starts from the last commit, which is behind it
+        if (const auto failure = seek_back(where); !failure.empty() && failed_seeks.insert(where).second)
+            report("cluster '" + consumers[where.cluster]->cluster + "': seeking back in " + where.topic + "/" +
+                   std::to_string(where.partition) + " failed (" + failure + "): retried before each poll while its record waits");
+    }
+
+    /// A partition whose seek failed would never deliver its given-back record again (and its
+    /// commit position would stay below it): the seek is retried until it works or nothing is
+    /// left to seek to (decided meanwhile, or the partition was revoked and forgotten).
+    void retry_failed_seeks() {
+        std::erase_if(failed_seeks, [this](const partition_id& where) { return seek_back(where).empty(); });
+    }
+
+    /// Seeks `where` to its lowest given-back record not polled again, if any; why that failed,
+    /// or "". Under poll_mutex: no poll runs meanwhile.
+    std::string seek_back(const partition_id& where) {
         std::optional<std::int64_t> target;
         {
             std::lock_guard lock(mutex);
             target = tracker.seek_target(where);
         }
-        if (target) seek(*consumers[where.cluster], where, *target);
+        return target ? seek(*consumers[where.cluster], where, *target) : std::string();
     }
 
-    void seek(consumer& c, const partition_id& where, std::int64_t offset) {
+    static std::string seek(consumer& c, const partition_id& where, std::int64_t offset) {
         detail::partition_list_ptr list(rd_kafka_topic_partition_list_new(1));
         rd_kafka_topic_partition_list_add(list.get(), where.topic.c_str(), where.partition)->offset = offset;
         if (rd_kafka_error_t* failure = rd_kafka_seek_partitions(c.client.get(), list.get(), 10000)) {
-            const std::string text = rd_kafka_error_string(failure);
+            std::string text = "to offset " + std::to_string(offset) + ": " + rd_kafka_error_string(failure);
             rd_kafka_error_destroy(failure);
-            // not owned any more: the new owner starts from the last commit, which is behind it
-            report("cluster '" + c.cluster + "': seeking back to " + where.topic + "/" + std::to_string(where.partition) + "@" +
-                   std::to_string(offset) + ": " + text);
+            return text;
         }
+        if (const auto err = list->elems[0].err) return "to offset " + std::to_string(offset) + ": " + rd_kafka_err2str(err);
+        return {};
     }
 
     // ---- commits ----
@@ -442,7 +459,7 @@ struct source::impl {
             report("cluster '" + c.cluster + "': unsubscribing: " + rd_kafka_err2str(err));
             return;
         }
-        poll_until(c, [&c] { return c.assigned == 0; });
+        poll_until(c, [&c] { return c.assigned == 0; }, options.revoke_timeout + std::chrono::seconds(10));
     }
 
     /// librdkafka before 2.3.0 aborts when it destroys a cooperative-sticky member that joined
@@ -451,7 +468,9 @@ struct source::impl {
     /// that it leaves the group the ordinary way.
     void await_first_assignment(consumer& c) {
         if (!c.cooperative || c.ever_assigned || rd_kafka_version() >= 0x020300ff || !has_member_id(c)) return;
-        if (!poll_until(c, [&c] { return c.ever_assigned; }))
+        // Bounded apart from revoke_timeout: a supervisor's grace period (often 30 s) covers
+        // this wait and the revocation after it.
+        if (!poll_until(c, [&c] { return c.ever_assigned; }, std::chrono::seconds(10)))
             report("cluster '" + c.cluster + "': no first assignment before closing; librdkafka " + rd_kafka_version_str() +
                    " may abort on destroying this member");
     }
@@ -464,11 +483,11 @@ struct source::impl {
         return joined;
     }
 
-    /// Polls `c` until `done()` or the shutdown patience passed; whether done. Records fetched
-    /// meanwhile are dropped: they were never handed out, so they come again to the next owner.
+    /// Polls `c` until `done()` or `patience` passed; whether done. Records fetched meanwhile
+    /// are dropped: they were never handed out, so they come again to the next owner.
     template <class Done>
-    bool poll_until(consumer& c, Done done) {
-        const auto deadline = std::chrono::steady_clock::now() + options.revoke_timeout + std::chrono::seconds(10);
+    static bool poll_until(consumer& c, Done done, std::chrono::milliseconds patience) {
+        const auto deadline = std::chrono::steady_clock::now() + patience;
         while (!done() && std::chrono::steady_clock::now() < deadline)
             detail::message_ptr dropped(rd_kafka_consumer_poll(c.client.get(), 100));
         return done();

@@ -88,13 +88,13 @@ public:
           dead_letters_({.producer = producer_properties(options_), .topic = options_.dead_letter_topic,
                          .delivery_timeout = options_.delivery_timeout}),
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
+          topics_checked_(check_topics()),
           source_(source_options(), decls_, options_.input_topic),
           retries_(*metrics_.shared_registry()),
           watched_(source_, retries_),
           inbox_(store_, watched_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           http_(options_.http_port, routes()) {
-        dead_letters_.partitions();  // a missing dead-letter topic stops the start, not the first bad record
         publish_released_messages();
     }
 
@@ -138,12 +138,19 @@ private:
         return o;
     }
 
-    /// Every declared type's listener publishes to its sequence's output topic; the topics are
-    /// checked now so that a missing one stops the start rather than fails every delivery.
+    /// A missing dead-letter or output topic stops the start, rather than failing every delivery
+    /// (or the first bad record); checked before the source joins its group, so that a relay
+    /// that cannot start does not make the group rebalance.
+    bool check_topics() {
+        dead_letters_.partitions();
+        for (const auto& sequence : decls_.sequences) publisher_.partitions(output_topic_of(options_, sequence.name));
+        return true;
+    }
+
+    /// Every declared type's listener publishes to its sequence's output topic.
     void publish_released_messages() {
         for (const auto& sequence : decls_.sequences) {
             const auto topic = output_topic_of(options_, sequence.name);
-            publisher_.partitions(topic);
             for (const auto& message : sequence.messages)
                 inbox_.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
                     publisher_.publish(topic, c.record, c.context_id.empty() ? std::string_view(c.record.key) : c.context_id);
@@ -225,6 +232,7 @@ private:
     pg::store store_;
     kafka::dead_letter_sink dead_letters_;
     kafka::publisher publisher_;
+    [[maybe_unused]] bool topics_checked_;  // before source_: see check_topics()
     kafka::source source_;
     metrics::prometheus_metrics metrics_;
     detail::retry_board retries_;
