@@ -46,8 +46,8 @@ timestamp time_of(const rd_kafka_message_t& m) {
 
 envelope to_envelope(const rd_kafka_message_t& m, const std::string& cluster) {
     envelope e;
-    if (m.key) e.key.assign(static_cast<const char*>(m.key), m.key_len);
-    if (m.payload) e.value.assign(static_cast<const char*>(m.payload), m.len);
+    e.key = m.key ? std::string(static_cast<const char*>(m.key), m.key_len) : std::string();
+    e.value = m.payload ? std::string(static_cast<const char*>(m.payload), m.len) : std::string();
     e.headers = detail::headers_of(m);
     e.topic = rd_kafka_topic_name(m.rkt);
     e.partition = m.partition;

@@ -87,8 +87,8 @@ void bind_record(detail::message_columns& s, const envelope& record) {
     s.topic = record.topic;
     s.partition = record.partition;
     s.offset = record.offset;
-    s.key = detail::to_hex(record.key);
-    s.value = detail::to_hex(record.value);
+    s.key = detail::to_hex(record.key.value_or(""));
+    s.value = detail::to_hex(record.value.value_or(""));
     // A column for operators only (the replay uses the headers): NULL when the value is no text.
     const auto traceparent = record.find_header(traceparent_header);
     const bool storable = traceparent && text_problem("traceparent", *traceparent).empty();

@@ -14,7 +14,7 @@ struct header_decoder {
     std::string idempotence_header = "idempotence-id";
 
     decoded<std::string> decode(const envelope& e) const {
-        return {required(e, type_header), required(e, idempotence_header), e.value};
+        return {required(e, type_header), required(e, idempotence_header), e.value.value_or(std::string())};
     }
 
 private:
