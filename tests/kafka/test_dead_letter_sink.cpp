@@ -13,6 +13,7 @@
 #include "mock_cluster.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
+#include "support/print_record_bytes.hpp"
 
 namespace {
 

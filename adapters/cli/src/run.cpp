@@ -10,6 +10,7 @@
 
 #include "options.hpp"
 #include "service_flags.hpp"
+#include "seqinbox/log/stream_logger.hpp"
 #include "seqinbox/relay/relay.hpp"
 
 namespace seqinbox::cli {
@@ -149,7 +150,7 @@ int run_command(std::span<const std::string_view> args) {
     relay::relay service(*options, std::cerr);
     service.start();
     const int received = wait_for_stop_signal(signals);
-    std::cerr << "info stopping on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << '\n';
+    log::stream_logger(std::cerr).log(log_level::info, std::string("stopping on ") + (received == SIGTERM ? "SIGTERM" : "SIGINT"));
     service.stop();
     return exit_ok;
 }

@@ -57,7 +57,7 @@ public:
     void publish(const failed_delivery& f) {
         try {
             const auto headers = dead_letter_headers(f);
-            producer_.send({topic_, RD_KAFKA_PARTITION_UA, f.original.key.value_or(""), f.original.value.value_or(""), headers, describe_record(f)});
+            producer_.send({topic_, RD_KAFKA_PARTITION_UA, f.original.key, f.original.value, headers, describe_record(f)});
             ++published_;
         } catch (...) {
             ++failed_;

@@ -38,7 +38,7 @@ public:
     void publish(const std::string& topic, const envelope& record, std::string_view partition_key) {
         try {
             const auto partition = partition_for(partition_key, producer_.partition_count(topic));
-            producer_.send({topic, partition, record.key.value_or(""), record.value.value_or(""), record.headers, describe_record(topic, record)});
+            producer_.send({topic, partition, record.key, record.value, record.headers, describe_record(topic, record)});
             ++published_;
         } catch (...) {
             ++failed_;
