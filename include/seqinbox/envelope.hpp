@@ -17,10 +17,15 @@ struct header {
     friend bool operator==(const header&, const header&) = default;
 };
 
+/// The key or the value of a record. Null (std::nullopt) and empty are different things and are
+/// kept apart everywhere: Kafka's null key (no key) and null value (a compacted topic's
+/// tombstone) are produced, stored and replayed as null, an empty one as empty.
+using record_bytes = std::optional<std::string>;
+
 /// A raw delivery: key, value and headers plus its origin. Stored verbatim when buffered.
 struct envelope {
-    std::string key{};
-    std::string value{};
+    record_bytes key{};
+    record_bytes value{};
     std::vector<header> headers{};
     std::string topic{};
     std::int32_t partition = 0;

@@ -28,6 +28,7 @@
 
 #include "conformance/backend.hpp"
 #include "support/order_check.hpp"
+#include "support/print_record_bytes.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::conformance {
@@ -397,6 +398,45 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(predecessor_is_buffered_then_released, Backend, ba
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
     expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
     BOOST_TEST(replayed_traceparent == traceparent);
+    BOOST_TEST(b.error_sink.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(buffered_records_replay_null_and_empty_keys_and_values_as_they_came, Backend, backends) {
+    Backend b;
+    auto decls = si::testing::order_declarations();
+    for (auto& m : decls.sequences.front().messages)  // the context comes from a header: keys may be null
+        m.context_id = [](const conf::message&, const si::envelope& e) -> std::optional<std::string> {
+            if (auto order = e.find_header("order")) return std::string(*order);
+            return std::nullopt;
+        };
+    std::map<std::string, si::envelope> replayed;
+    harness<Backend> h(b, [&](const conf::message&, const auto& ctx) {
+        if (ctx.replayed) replayed.insert_or_assign(ctx.idempotence_id, ctx.record);
+    }, decls);
+    auto buffered = [&](const std::string& type, const std::string& id, si::record_bytes key, si::record_bytes value) {
+        auto e = si::testing::record(type, id, "");
+        e.key = std::move(key);
+        e.value = std::move(value);
+        e.headers.push_back({"order", "o1"});
+        expect_outcome(h.deliver(e), outcome::buffered);
+        return e;
+    };
+    const std::vector<si::envelope> records = {buffered("OrderValidated", "v1", std::nullopt, std::nullopt),
+                                               buffered("OrderPrepared", "p1", "", ""),
+                                               buffered("OrderExpedited", "x1", std::nullopt, ""),
+                                               buffered("OrderShipped", "s1", "", std::nullopt)};
+    auto created = si::testing::record("OrderCreated", "c1", "");
+    created.headers.push_back({"order", "o1"});
+    expect_outcome(h.deliver(created), outcome::processed);
+
+    for (const auto& e : records) {
+        const std::string id(*e.find_header("idempotence-id"));
+        BOOST_TEST_CONTEXT("record " << id) {
+            BOOST_TEST_REQUIRE(replayed.count(id) == 1u);
+            BOOST_TEST(replayed.at(id).key == e.key);
+            BOOST_TEST(replayed.at(id).value == e.value);
+        }
+    }
     BOOST_TEST(b.error_sink.size() == 0u);
 }
 

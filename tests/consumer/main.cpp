@@ -8,7 +8,7 @@
 
 int main() {
     using namespace seqinbox;
-    auto by_key = [](const std::string&, const envelope& e) { return std::optional(e.key); };
+    auto by_key = [](const std::string&, const envelope& e) { return e.key; };
     declarations<std::string> decls;
     decls.sequences.push_back({"Billing", std::chrono::hours(1),
                                {{.type = "Invoiced", .context_id = by_key},

@@ -18,7 +18,7 @@ using order_inbox = memory::basic_inbox<claim::insert_first, propagation::not_su
                                         clocks::system_clock, counting_metrics, log::stream_logger>;
 
 int main() {
-    auto by_key = [](const std::string&, const envelope& e) { return std::optional(e.key); };
+    auto by_key = [](const std::string&, const envelope& e) { return e.key; };
     declarations<std::string> decls;
     decls.sequences.push_back({"OrderSequence", std::chrono::hours(24),
                                {{.type = "OrderCreated", .context_id = by_key},

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,8 +63,8 @@ public:
         rd_kafka_resp_err_t err;
         do {
             err = rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-                                    RD_KAFKA_V_KEY(record.key.data(), record.key.size()),
-                                    RD_KAFKA_V_VALUE(const_cast<char*>(record.value.data()), record.value.size()),
+                                    RD_KAFKA_V_KEY(bytes_of(record.key), size_of(record.key)),
+                                    RD_KAFKA_V_VALUE(const_cast<char*>(bytes_of(record.value)), size_of(record.value)),
                                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
             if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) rd_kafka_poll(producer_, 10);
         } while (err == RD_KAFKA_RESP_ERR__QUEUE_FULL);
@@ -130,10 +131,14 @@ public:
     }
 
 private:
+    /// A key or value for librdkafka: a null pointer is Kafka's null.
+    static const char* bytes_of(const std::optional<std::string>& bytes) { return bytes ? bytes->data() : nullptr; }
+    static std::size_t size_of(const std::optional<std::string>& bytes) { return bytes ? bytes->size() : 0; }
+
     static envelope to_envelope(const rd_kafka_message_t& m) {
         envelope e;
-        if (m.key) e.key.assign(static_cast<const char*>(m.key), m.key_len);
-        if (m.payload) e.value.assign(static_cast<const char*>(m.payload), m.len);
+        if (m.key) e.key.emplace(static_cast<const char*>(m.key), m.key_len);
+        if (m.payload) e.value.emplace(static_cast<const char*>(m.payload), m.len);
         e.topic = rd_kafka_topic_name(m.rkt);
         e.partition = m.partition;
         e.offset = m.offset;

@@ -13,6 +13,7 @@
 #include "mock_cluster.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
+#include "support/print_record_bytes.hpp"
 
 namespace {
 
@@ -223,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_record_too_large_for_the_producer_lands_without_its_value
     const auto records = cluster.read_all(dlq, 1, 1);
     BOOST_TEST_REQUIRE(records.size() == 1u);
     const auto& record = records.front();
-    BOOST_TEST(record.value.empty());
+    BOOST_TEST(record.value == seqinbox::record_bytes(""), "left out: empty, not null (a tombstone on a compacted topic)");
     BOOST_TEST(record.key == f.original.key, "the key fits, so it is kept");
     BOOST_TEST(std::equal(f.original.headers.begin(), f.original.headers.end(), record.headers.begin()),
                "the original headers fit, so they are kept, first and in order");
@@ -246,8 +247,8 @@ BOOST_AUTO_TEST_CASE(a_record_whose_key_and_headers_are_too_large_as_well_lands_
     const auto records = cluster.read_all(dlq, 1, 1);
     BOOST_TEST_REQUIRE(records.size() == 1u);
     const auto& record = records.front();
-    BOOST_TEST(record.key.empty());
-    BOOST_TEST(record.value.empty());
+    BOOST_TEST(!record.key.has_value());
+    BOOST_TEST(record.value == seqinbox::record_bytes(""));
     BOOST_TEST(!record.find_header("bulky").has_value());
     BOOST_TEST(!record.find_header("traceparent").has_value());
     BOOST_TEST(header_value(record, header_name::omitted) == "value,key,headers");

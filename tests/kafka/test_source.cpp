@@ -19,6 +19,7 @@
 #include "seqinbox/kafka/source.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "support/print_record_bytes.hpp"
 
 namespace si = seqinbox;
 namespace kafka = seqinbox::kafka;

@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "polling_world.hpp"
+#include "support/print_record_bytes.hpp"
 
 using namespace seqinbox;
 

@@ -28,7 +28,7 @@ struct sink {
 /// Decoder: the message is the payload length; type and id come from the key.
 struct decoder {
     using message_type = std::size_t;
-    decoded<std::size_t> decode(const envelope& e) const { return {e.key, e.key, e.value.size()}; }
+    decoded<std::size_t> decode(const envelope& e) const { return {e.key.value(), e.key.value(), e.value.value_or("").size()}; }
 };
 
 /// Clock: a fixed instant.

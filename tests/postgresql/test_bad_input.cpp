@@ -301,7 +301,7 @@ struct replay_bench {
     long long waiting_with_bytes_of(const si::envelope& e) {
         soci::session sql(soci::postgresql, conninfo);
         long long n = -1;
-        const std::string key = hex(e.key), value = hex(e.value);
+        const std::string key = hex(e.key.value()), value = hex(e.value.value());
         sql << "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'"
                " AND key = decode(:k, 'hex') AND value = decode(:v, 'hex')",
             soci::use(key), soci::use(value), soci::into(n);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pg_test_support.hpp"
@@ -84,8 +85,10 @@ struct replay_fixture : upgraded_database {
     std::vector<std::string> lines(const std::string& level, const std::string& part) const {
         std::istringstream in(log_text.str());
         std::vector<std::string> found;
-        for (std::string line; std::getline(in, line);)
-            if (line.starts_with(level + " ") && line.find(part) != std::string::npos) found.push_back(line);
+        for (std::string line; std::getline(in, line);) {
+            const std::string_view after_time = std::string_view(line).substr(line.find(' ') + 1);
+            if (after_time.starts_with(level + " ") && line.find(part) != std::string::npos) found.push_back(line);
+        }
         return found;
     }
 

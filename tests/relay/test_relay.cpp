@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "seqinbox/memory/source.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "support/order_check.hpp"
+#include "support/print_record_bytes.hpp"
 
 namespace si = seqinbox;
 namespace pg = seqinbox::postgresql;
@@ -131,9 +133,9 @@ void expect_in_declared_order(const std::vector<si::envelope>& records, const si
         const std::string type(r.find_header("message-type").value_or(""));
         const std::string id(r.find_header("idempotence-id").value_or(""));
         ++copies[{type, id}];
-        order[r.key].push_back(type);
+        order[r.key.value_or("")].push_back(type);
         BOOST_TEST(r.value == type + ":" + id, "value kept");
-        BOOST_TEST(id == type + "@" + r.key, "key kept");
+        BOOST_TEST(id == type + "@" + r.key.value_or(""), "key kept");
     }
     BOOST_TEST(copies.size() == work.logical);
     BOOST_TEST_MESSAGE(records.size() << " output records, " << records.size() - copies.size() << " repeated");
@@ -447,7 +449,7 @@ BOOST_AUTO_TEST_CASE(records_of_a_megabyte_are_dead_lettered_without_their_value
     std::ranges::sort(rejected, {}, [](const si::envelope& r) { return header_of(r, "seqinbox-original-offset"); });  // two threads
     for (std::int64_t offset = 0; offset < 2; ++offset) {
         const auto& r = rejected[static_cast<std::size_t>(offset)];
-        BOOST_TEST(r.value.empty());
+        BOOST_TEST(r.value == si::record_bytes(""));
         BOOST_TEST(header_of(r, "seqinbox-omitted") == "value");
         BOOST_TEST(header_of(r, "seqinbox-original-value-size") == "1000000");
         BOOST_TEST(header_of(r, "seqinbox-original-topic") == input);
@@ -552,4 +554,32 @@ BOOST_AUTO_TEST_CASE(records_whose_json_extractor_finds_no_context_id_are_dead_l
         BOOST_TEST(si::test::contains(reason, "no context id: the extractor of message type 'OrderValidated' returned none"), reason);
     }
     BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message") == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_tombstone_is_buffered_and_published_as_a_tombstone_and_log_lines_carry_their_time) {
+    relay_world world;
+    auto tombstone = si::testing::record("OrderValidated", "v1", "t1");
+    tombstone.value = std::nullopt;
+    auto empty = si::testing::record("OrderCreated", "c1", "t1");
+    empty.value = "";
+    world.cluster.produce(input, tombstone);  // waits in the database for its predecessor
+    world.cluster.produce(input, empty);
+
+    relay_process relay(world.arguments(), world.dir / "relay.log");
+    BOOST_TEST_REQUIRE(world.wait_for_output(2), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+    const auto published = world.cluster.read_all(output, output_partitions, 2);
+    BOOST_TEST_REQUIRE(published.size() == 2u);
+    for (const auto& r : published) {
+        const bool is_tombstone = r.find_header("idempotence-id") == "v1";
+        BOOST_TEST_CONTEXT(r.find_header("message-type").value_or("?")) {
+            BOOST_TEST(r.key == "t1");
+            BOOST_TEST(r.value == (is_tombstone ? tombstone.value : empty.value));
+        }
+    }
+    BOOST_TEST(si::test::contains(relay.log(), "released OrderValidated/v1"), relay.log());
+
+    const std::regex timestamped(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (trace|debug|info|warn|error) .*)");
+    std::istringstream lines(relay.log());
+    for (std::string line; std::getline(lines, line);) BOOST_TEST(std::regex_match(line, timestamped), line);
 }

@@ -454,7 +454,7 @@ private:
         const auto& current = consumers_[consumer]->report.current;
         if (!current) return "";
         std::string text = " [" + std::string(current->find_header("message-type").value_or("")) + "/" +
-                           std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key;
+                           std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key.value_or("");
         if (const auto* call = probe_.running(consumer)) text += ", listener of " + listener_probe::text(call->key);
         return text + "]";
     }

@@ -15,12 +15,9 @@ namespace seqinbox::testing {
 
 using message = std::string;
 
-/// The record key is the context id; an empty key means "no context id".
+/// The record key is the context id; no key or an empty one means "no context id".
 inline context_id_extractor<message> key_as_context() {
-    return [](const message&, const envelope& e) -> std::optional<std::string> {
-        if (e.key.empty()) return std::nullopt;
-        return e.key;
-    };
+    return [](const message&, const envelope& e) { return e.key; };
 }
 
 inline message_declaration<message> declare(std::string type, condition release = {}, std::string subtype = {}) {

@@ -76,8 +76,7 @@ message_declaration<message> declare(std::string type, condition release = {}) {
     m.type = std::move(type);
     m.release = std::move(release);
     m.context_id = [](const message&, const envelope& e) -> std::optional<std::string> {
-        if (e.key.empty()) return std::nullopt;  // the record key is the order id
-        return e.key;
+        return e.key;  // the record key is the order id
     };
     return m;
 }
@@ -421,7 +420,7 @@ public:
             auto body = [s = svc.get(), cur = current.get()] {
                 while (auto record = s->source.poll()) {
                     *cur = {std::string(record->find_header("message-type").value_or("")),
-                            std::string(record->find_header("idempotence-id").value_or("")), record->key};
+                            std::string(record->find_header("idempotence-id").value_or("")), record->key.value_or("")};
                     s->results.push_back(s->inbox->deliver(*record));
                     s->source.acknowledge(*record);
                 }

@@ -67,6 +67,14 @@ bool too_large(rd_kafka_resp_err_t err) {
 /// The message opaque is a number, not a pointer to send()'s state: a report that arrives
 /// after its send() gave up then finds nothing instead of freed memory.
 void* opaque_of(std::uint64_t id) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)); }
+
+/// A key or value for librdkafka, which tells null (a null pointer) from empty (any other pointer
+/// with size 0); an empty string_view may have a null data(), so an empty one points at "".
+const char* bytes_of(const std::optional<std::string_view>& bytes) {
+    if (!bytes) return nullptr;
+    return bytes->empty() ? "" : bytes->data();
+}
+std::size_t size_of(const std::optional<std::string_view>& bytes) { return bytes ? bytes->size() : 0; }
 std::uint64_t id_of(void* opaque) { return reinterpret_cast<std::uintptr_t>(opaque); }
 
 }  // namespace
@@ -149,12 +157,10 @@ void acknowledged_producer::send(const outgoing& r) {
 void acknowledged_producer::produce(const outgoing& r, std::uint64_t id, clock::time_point deadline) {
     auto headers = to_kafka_headers(r.headers);
     for (;;) {
-        // An empty key is sent as no key: Kafka then spreads keyless records instead of piling
-        // them on one partition.
         const auto err = rd_kafka_producev(
             producer_.get(), RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(r.partition),
-            RD_KAFKA_V_KEY(r.key.empty() ? nullptr : r.key.data(), r.key.size()),
-            RD_KAFKA_V_VALUE(const_cast<char*>(r.value.data()), r.value.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(bytes_of(r.key), size_of(r.key)),
+            RD_KAFKA_V_VALUE(const_cast<char*>(bytes_of(r.value)), size_of(r.value)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_HEADERS(headers.get()), RD_KAFKA_V_OPAQUE(opaque_of(id)), RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             headers.release();  // the message owns them now

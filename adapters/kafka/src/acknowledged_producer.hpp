@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,12 +30,12 @@ struct producer_settings {
     std::string purpose{};
 };
 
-/// One record to send; an empty key is sent as no key (envelopes do not tell them apart).
+/// One record to send.
 struct outgoing {
     const std::string& topic;
     std::int32_t partition;  ///< RD_KAFKA_PARTITION_UA: by key
-    std::string_view key;
-    std::string_view value;
+    std::optional<std::string_view> key;    ///< nullopt: no key (null), not an empty one
+    std::optional<std::string_view> value;  ///< nullopt: a null value (tombstone), not an empty one
     const std::vector<header>& headers;
     std::string describe;  ///< names the record in errors: "the failure of orders[2]@17"
 };

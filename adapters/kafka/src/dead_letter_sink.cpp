@@ -48,7 +48,7 @@ std::vector<header> dead_letter_headers(const failed_delivery& f, carried parts)
     for (const auto& [name, value] : failure) headers.push_back({std::string(name), value});
     if (parts == carried::everything) return headers;
     headers.push_back({std::string(h::omitted), parts == carried::all_but_value ? "value" : "value,key,headers"});
-    headers.push_back({std::string(h::original_value_size), std::to_string(f.original.value.size())});
+    headers.push_back({std::string(h::original_value_size), std::to_string(f.original.value ? f.original.value->size() : 0)});
     return headers;
 }
 
@@ -98,9 +98,10 @@ private:
 
     void send(const failed_delivery& f, carried parts) {
         const auto headers = dead_letter_headers(f, parts);
-        const std::string_view key = parts == carried::failure_only ? std::string_view() : f.original.key;
         // Empty rather than null when left out: a null value is a tombstone on a compacted topic.
-        const std::string_view value = parts == carried::everything ? std::string_view(f.original.value) : std::string_view("");
+        using bytes = std::optional<std::string_view>;
+        const bytes key = parts == carried::failure_only ? bytes() : bytes(f.original.key);
+        const bytes value = parts == carried::everything ? bytes(f.original.value) : bytes(std::string_view(""));
         producer_.send({topic_, RD_KAFKA_PARTITION_UA, key, value, headers, describe_record(f)});
     }
 

@@ -47,8 +47,8 @@ timestamp time_of(const rd_kafka_message_t& m) {
 
 envelope to_envelope(const rd_kafka_message_t& m, const std::string& cluster) {
     envelope e;
-    if (m.key) e.key.assign(static_cast<const char*>(m.key), m.key_len);
-    if (m.payload) e.value.assign(static_cast<const char*>(m.payload), m.len);
+    if (m.key) e.key.emplace(static_cast<const char*>(m.key), m.key_len);  // else null: no key
+    if (m.payload) e.value.emplace(static_cast<const char*>(m.payload), m.len);  // else null: a tombstone
     e.headers = detail::headers_of(m);
     e.topic = rd_kafka_topic_name(m.rkt);
     e.partition = m.partition;

@@ -153,9 +153,15 @@ private:
             const auto topic = output_topic_of(options_, sequence.name);
             for (const auto& message : sequence.messages)
                 inbox_.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
-                    publisher_.publish(topic, c.record, c.context_id.empty() ? std::string_view(c.record.key) : c.context_id);
+                    publisher_.publish(topic, c.record, partition_key_of(c));
                 });
         }
+    }
+
+    /// Released messages of one context stay in order on one partition; others follow their key.
+    static std::string_view partition_key_of(const inbox_type::context& c) {
+        if (c.context_id.empty() && c.record.key) return *c.record.key;
+        return c.context_id;
     }
 
     std::map<std::string, http_handler> routes() {

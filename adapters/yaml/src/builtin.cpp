@@ -9,7 +9,7 @@ namespace seqinbox::yaml {
 
 builtin_lookup find_builtin(std::string_view name) {
     using status = builtin_lookup::status;
-    if (name == "key") return {status::ok, [](const envelope& e) { return std::optional<std::string>(e.key); }, {}};
+    if (name == "key") return {status::ok, [](const envelope& e) { return e.key; }, {}};
     if (name.starts_with("header:")) {
         std::string header(name.substr(7));
         if (header.empty()) return {status::malformed, {}, "built-in 'header:NAME' needs a header name"};
@@ -24,7 +24,10 @@ builtin_lookup find_builtin(std::string_view name) {
         std::string pointer(name.substr(5));
         if (auto problem = json_pointer_problem(pointer); !problem.empty())
             return {status::malformed, {}, "built-in 'json:/pointer': " + problem};
-        return {status::ok, [pointer = std::move(pointer)](const envelope& e) { return json_pointer_value(e.value, pointer); },
+        return {status::ok,
+                [pointer = std::move(pointer)](const envelope& e) {
+                    return e.value ? json_pointer_value(*e.value, pointer) : std::nullopt;
+                },
                 {}};
     }
     return {};

@@ -174,8 +174,8 @@ message_insert_with_record::message_insert_with_record(soci::session& s)
                       " decode(split_part(h.item, '.', 2), 'hex')"
                       " FROM m, unnest(string_to_array(:headers, ',')) WITH ORDINALITY AS h(item, pos)",
                   use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at),
-                  use(cluster), use(topic), use(partition), use(offset), use(key), use(value), use(traceparent, traceparent_null),
-                  use(record_time), use(headers))) {}
+                  use(cluster), use(topic), use(partition), use(offset), use(key, key_null), use(value, value_null),
+                  use(traceparent, traceparent_null), use(record_time), use(headers))) {}
 
 message_store::message_store(soci::session& s)
     : st(prepared(s,
@@ -185,8 +185,9 @@ message_store::message_store(soci::session& s)
                       " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)" +
                       skip_flush_source_sql(),
                   into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
-                  use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset), use(key),
-                  use(value), use(traceparent, traceparent_null), use(record_time), use(headers), use(skip_flush))) {}
+                  use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset),
+                  use(key, key_null), use(value, value_null), use(traceparent, traceparent_null), use(record_time), use(headers),
+                  use(skip_flush))) {}
 
 transaction_id_query::transaction_id_query(soci::session& s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}

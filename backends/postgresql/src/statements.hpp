@@ -105,7 +105,7 @@ struct message_columns {
     long long instance = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
     int partition = 0;
     std::string type, idempotence_id, state, cluster, topic, key, value, traceparent, headers;
-    soci::indicator traceparent_null = soci::i_ok;
+    soci::indicator key_null = soci::i_ok, value_null = soci::i_ok, traceparent_null = soci::i_ok;
 };
 
 /// A row with its record and headers, in one statement.

@@ -82,13 +82,19 @@ struct actions_clearing {
 };
 using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing, actions_clearing>;
 
+/// A key or value as hex, or SQL NULL for a null one (kept apart from an empty one).
+void bind_bytes(std::string& hex, soci::indicator& null, const record_bytes& bytes) {
+    hex = bytes ? detail::to_hex(*bytes) : std::string();
+    null = bytes ? soci::i_ok : soci::i_null;
+}
+
 void bind_record(detail::message_columns& s, const envelope& record) {
     s.cluster = record.cluster;
     s.topic = record.topic;
     s.partition = record.partition;
     s.offset = record.offset;
-    s.key = detail::to_hex(record.key);
-    s.value = detail::to_hex(record.value);
+    bind_bytes(s.key, s.key_null, record.key);
+    bind_bytes(s.value, s.value_null, record.value);
     // A column for operators only (the replay uses the headers): NULL when the value is no text.
     const auto traceparent = record.find_header(traceparent_header);
     const bool storable = traceparent && text_problem("traceparent", *traceparent).empty();

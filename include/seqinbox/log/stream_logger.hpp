@@ -1,14 +1,17 @@
 #pragma once
+#include <chrono>
 #include <mutex>
 #include <ostream>
 #include <string_view>
 
 #include "seqinbox/log/concept.hpp"
+#include "seqinbox/log/utc_time.hpp"
 
 namespace seqinbox::log {
 
-/// Writes `level message` lines to a stream; thread-safe (one line at a time). Copies share the
-/// stream and its mutex; the stream must outlive them.
+/// Writes `time level message` lines to a stream, the time in ISO-8601 UTC with milliseconds
+/// (2026-12-01T15:40:08.123Z info relay started); thread-safe (one line at a time). Copies share
+/// the stream and its mutex; the stream must outlive them.
 class stream_logger {
 public:
     explicit stream_logger(std::ostream& out, log_level threshold = log_level::info)
@@ -19,7 +22,7 @@ public:
     void log(log_level level, std::string_view message) {
         static std::mutex mutex;  // one per process: streams are shared, lines must not interleave
         std::lock_guard lock(mutex);
-        *out_ << to_string(level) << ' ' << message << '\n';
+        *out_ << utc_time(std::chrono::system_clock::now()) << ' ' << to_string(level) << ' ' << message << '\n';
     }
 
 private:
