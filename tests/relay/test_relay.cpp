@@ -563,9 +563,9 @@ BOOST_AUTO_TEST_CASE(a_tombstone_is_buffered_and_published_as_a_tombstone_and_lo
     auto empty = si::testing::record("OrderCreated", "c1", "t1");
     empty.value = "";
     world.cluster.produce(input, tombstone);  // waits in the database for its predecessor
-    world.cluster.produce(input, empty);
-
     relay_process relay(world.arguments(), world.dir / "relay.log");
+    BOOST_TEST_REQUIRE(wait_for_log(relay, "buffered OrderValidated/v1"), relay.log());
+    world.cluster.produce(input, empty);
     BOOST_TEST_REQUIRE(world.wait_for_output(2), relay.log());
     BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
     const auto published = world.cluster.read_all(output, output_partitions, 2);
