@@ -357,8 +357,10 @@ struct source::impl {
         c.owner->report("cluster '" + c.cluster + "': " + (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") +
                         std::to_string(partitions->cnt) + " partitions");
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) c.owner->finish_revoked(c, *partitions);
-        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->note_assigned(c, *partitions);
-        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) c.owner->report_start_positions(c, *partitions);
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+            c.owner->note_assigned(c, *partitions);
+            c.owner->report_start_positions(c, *partitions);
+        }
         apply_assignment(client, c.cooperative, err, partitions);
         c.assigned = assigned_after(c, err, partitions->cnt);
     }
