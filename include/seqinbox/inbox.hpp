@@ -265,29 +265,44 @@ private:
         return result;
     }
 
+    /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
+    /// complete while the lock is held, so the release pass skips types with nothing waiting.
+    struct locked_instance {
+        sequence_instance row;
+        detail::processed_set processed;
+        std::vector<std::string> waiting;
+
+        bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
+    };
+
+    static locked_instance lock(transaction& t1, instance_id instance) {
+        sequence_instance row = t1.lock_instance(instance);
+        types_by_state types = t1.message_types(instance);
+        return {std::move(row), detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
+    }
+
     /// Steps 3 to 7 of SPEC §2.
     delivery_result sequence(delivery& d) {
         const timestamp now = clock_.now();
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
-        auto [instance, t1, claimed] = acquire_claim(d, now);
+        auto [t1, claimed, locked, existing] = acquire_claim(d, now);
         const claim_key key = d.key();
         if (claimed == claim_outcome::already_claimed) {
             t1.commit();
             return skipped(d, result, "already claimed");
         }
-        const auto existing = t1.find_messages(key);
+        const instance_id instance = locked.row.id;
         if (has_handled_row(existing)) {
             if (existing.size() > 1)
                 log(log_level::warn, [&] { return std::to_string(existing.size()) + " historical rows for " + describe(d) + ", treated as handled"; });
-            heal(t1, instance.id, d.context_id, *d.type->sequence_types, result);
+            heal_locked(t1, locked, d.context_id, *d.type->sequence_types, result);
             if (failed_meanwhile(t1, key, existing)) Claim::forget(t1, key);  // keep the FAILED message retryable
             t1.commit();
             return skipped(d, result, "already handled");
         }
 
-        locked_instance locked = lock(t1, instance.id);
         if (!recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
-            buffer(t1, instance.id, d, now);
+            buffer(t1, instance, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
             log(log_level::info, [&] { return "buffered " + describe(d); });
@@ -298,44 +313,78 @@ private:
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
-            fail_direct(t1, instance.id, d, listener_failure());
+            fail_direct(t1, instance, d, listener_failure());
             result.outcome = outcome::failed;
             return result;
         }
         // A waiting duplicate takes over once T1's connection is lost: storing PROCESSED beside
         // its row would make two. The listener did run (the documented at-least-once window).
         require_alive(t1, d.type->qualified, d.idempotence_id, "while the listener ran");
-        store_state(t1, d, row_for(instance.id, d, message_state::processed, now, false));
+        store_state(t1, d, row_for(instance, d, message_state::processed, now, false));
         result.outcome = outcome::processed;
         log(log_level::info, [&] { return "processed " + describe(d); });
-        after_processed(t1, instance.id, d, locked, d.type->qualified, result);
+        after_processed(t1, instance, d, locked, d.type->qualified, result);
         t1.commit();
         return result;
     }
 
+    /// Only when the claim was won: the delivery's instance, locked, and the key's rows.
     struct claim_attempt {
-        sequence_instance instance;
         transaction t1;
         claim_outcome outcome;
+        locked_instance locked;
+        std::vector<message_record> existing;
     };
 
-    /// Step 3: the instance, and the claim in a new T1. A store may answer create_or_get_instance
-    /// from a cache; should that instance have been removed since, the claim fails with SQLSTATE
-    /// 23503 and the store forgets it, so one more attempt reads it afresh.
+    /// Step 3: the instance, the claim in a new T1 and, when won, the instance lock, then the
+    /// key's rows: read under the lock, they include what a release pass that replayed this key's
+    /// WAITING row (stored beside a claim transaction that died) stored before we got the lock.
     claim_attempt acquire_claim(const delivery& d, timestamp now) {
-        const auto& seq = *d.type->sequence;
         for (int attempt = 1;; ++attempt) {
+            const auto& seq = *d.type->sequence;
             sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
             transaction t1 = store_->begin();
-            try {
-                const claim_outcome outcome = Claim::acquire(t1, d.key(), instance.id, now);
-                return {std::move(instance), std::move(t1), outcome};
-            } catch (const error& e) {
-                if (attempt > 1 || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
-                log(log_level::info, [&] { return "instance " + std::to_string(instance.id) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
+            std::optional<claim_outcome> outcome = try_claim(t1, d, instance.id, now, attempt);
+            if (!outcome) continue;
+            if (*outcome == claim_outcome::already_claimed) return {std::move(t1), *outcome, {}, {}};
+            std::vector<message_record> existing;
+            if constexpr (claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
+            locked_instance locked = lock(t1, instance.id);
+            if (locked.row.sequence == seq.name && locked.row.context_id == d.context_id) {
+                if constexpr (!claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
+                return {std::move(t1), *outcome, std::move(locked), std::move(existing)};
             }
+            t1.rollback();
+            reclaim_after_mismatch(d, locked.row, attempt);
         }
     }
+
+    /// The claim on `instance`; none when the instance was removed meanwhile and one more attempt
+    /// may read it afresh (the store forgot it when the claim failed with SQLSTATE 23503).
+    std::optional<claim_outcome> try_claim(transaction& t1, const delivery& d, instance_id instance, timestamp now, int attempt) {
+        try {
+            return Claim::acquire(t1, d.key(), instance, now);
+        } catch (const error& e) {
+            if (attempt >= max_claim_attempts || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
+            log(log_level::info, [&] { return "instance " + std::to_string(instance) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
+            return std::nullopt;
+        }
+    }
+
+    /// The id the store gave for the delivery's context locks another context's instance: the
+    /// store answered from what it read before a server crash, a failover or a restore that lost
+    /// the instance, and the id went to another instance since. The store forgets it.
+    void reclaim_after_mismatch(const delivery& d, const sequence_instance& locked, int attempt) {
+        store_->forget_instance(locked.id);
+        auto what = [&] {
+            return "instance " + std::to_string(locked.id) + " given for " + describe(d) + " belongs to " + detail::printable(locked.sequence) +
+                   " context " + detail::printable(locked.context_id);
+        };
+        if (attempt >= max_claim_attempts) throw error(error_category::retryable, what() + "; retry the delivery");
+        log(log_level::warn, [&] { return what() + " (the server lost the instance it was created as); claiming again"; });
+    }
+
+    static constexpr int max_claim_attempts = 3;
 
     static bool recording(const sequence_declaration<message_type>& seq, timestamp now) {
         return seq.recording_until && now < *seq.recording_until;
@@ -365,10 +414,16 @@ private:
     /// A duplicate still runs a release pass over every WAITING message of the instance: if a
     /// connection died between storing PROCESSED and releasing successors (perhaps successors of
     /// a message this one released), or before its WAITING row committed, so that the row was
-    /// stored outside the instance lock, the redelivery releases them.
+    /// stored outside the instance lock, the redelivery releases them. Locks the instance first.
     void heal(transaction& t1, instance_id instance, const std::string& context_id, const std::vector<std::string>& sequence_types,
               delivery_result& result) {
         locked_instance locked = lock(t1, instance);
+        heal_locked(t1, locked, context_id, sequence_types, result);
+    }
+
+    void heal_locked(transaction& t1, locked_instance& locked, const std::string& context_id,
+                     const std::vector<std::string>& sequence_types, delivery_result& result) {
+        const instance_id instance = locked.row.id;
         if (!locked.waiting.empty()) {
             detail::release_plan plan(condition_lookup(), locked.processed);
             detail::twin_rows twins;
@@ -379,22 +434,6 @@ private:
         }
         if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types))
             close(t1, instance, context_id);
-    }
-
-    /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
-    /// complete while the lock is held, so the release pass skips types with nothing waiting.
-    struct locked_instance {
-        sequence_instance row;
-        detail::processed_set processed;
-        std::vector<std::string> waiting;
-
-        bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
-    };
-
-    static locked_instance lock(transaction& t1, instance_id instance) {
-        sequence_instance row = t1.lock_instance(instance);
-        types_by_state types = t1.message_types(instance);
-        return {std::move(row), detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
     }
 
     // ---- operator actions ----

@@ -250,6 +250,7 @@ public:
         return counted("create_or_get_instance",
                        [&] { return inner_->create_or_get_instance(sequence, context_id, created_at, retain_until); });
     }
+    void forget_instance(seqinbox::instance_id id) { inner_->forget_instance(id); }
 
     seqinbox::stored_as store_message(const seqinbox::message_record& row) {
         return counted("t2_store_message", [&] { return inner_->store_message(row); });

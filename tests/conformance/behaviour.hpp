@@ -720,6 +720,24 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(historical_duplicate_rows_without_claim_are_skippe
     expect_calls(h.log, {"OrderValidated/v1"});
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_redelivery_heals_what_a_crash_left_of_a_release_pass, Backend, backends) {
+    // A server crash kept the state step of a release pass and lost its claim transaction: the
+    // message is PROCESSED without a claim, its successor WAITING with its condition met.
+    Backend b;
+    b.store.store_message(conf::order_row(b, "o1", "OrderCreated", "c1", si::message_state::processed));
+    auto validated = conf::order_row(b, "o1", "OrderValidated", "v1", si::message_state::waiting);
+    validated.payload = si::testing::record("OrderValidated", "v1", "o1");
+    b.store.store_message(validated);
+    harness<Backend> h(b);
+
+    const auto result = h.deliver("OrderCreated", "c1", "o1");
+    expect_outcome(result, outcome::duplicate);
+    BOOST_TEST(result.released == 1u);
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)"});
+    BOOST_TEST(b.has_claim({"OrderCreated", "c1"}));
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+}
+
 // ---- transaction propagation of the listener ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(not_supported_listener_gets_no_transaction, Backend, backends) {
@@ -1347,6 +1365,33 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_waits_for_the_holder_of_the_key, Bac
     BOOST_TEST_REQUIRE(second.has_value());
     BOOST_TEST((*second == si::stored_as::left_existing));
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_delivery_reads_its_keys_rows_once_it_holds_the_instance_lock, Backend, backends) {
+    // A buffering claim transaction died while its WAITING row, written beside it, was in flight.
+    // The redelivery claims the key and waits for the instance lock, held by a release pass; the
+    // WAITING row commits and that pass replays it. The redelivery must then see the replay.
+    Backend b;
+    harness<Backend> h(b);
+    const auto created = conf::order_row(b, "o1", "OrderCreated", "c1", si::message_state::processed);
+    auto release_pass = b.store.begin();
+    release_pass.lock_instance(created.instance);
+    std::optional<si::delivery_result> redelivered;
+    std::thread redelivery([&] { redelivered = h.deliver(si::testing::record("OrderValidated", "v1", "o1")); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the redelivery waits for the lock
+
+    b.store.store_message(conf::order_row(b, "o1", "OrderValidated", "v1", si::message_state::waiting));
+    const auto waiting = b.messages_with_key({"OrderValidated", "v1"});
+    BOOST_TEST_REQUIRE(waiting.size() == 1u);
+    release_pass.insert_message(created);
+    release_pass.update_message_state(waiting.front().id, si::message_state::processed, b.clock.now());  // replayed
+    release_pass.commit();
+    redelivery.join();
+
+    BOOST_TEST_REQUIRE(redelivered.has_value());
+    expect_outcome(*redelivered, outcome::duplicate);
+    BOOST_TEST(h.log.size() == 0u);  // the listener ran once, in the release pass
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

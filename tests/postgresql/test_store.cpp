@@ -434,6 +434,45 @@ BOOST_AUTO_TEST_CASE(a_delivery_to_an_instance_removed_elsewhere_claims_again_in
     BOOST_TEST(rows("idempotence_id = 'v1' AND state = 'WAITING'") == 1);
 }
 
+/// What a server crash that lost an unflushed instance creation leaves behind: the row is gone and
+/// the id sequence's advance with it, so the next creation reuses the id.
+void lose_in_a_crash(const store_fixture& f, const si::sequence_instance& lost) {
+    soci::session s(soci::postgresql, f.conninfo);
+    const long long id = lost.id;
+    s << "DELETE FROM sequence_instance WHERE id = :id", soci::use(id);
+    s << "SELECT setval(pg_get_serial_sequence('sequence_instance', 'id'), :id, false)", soci::use(id);
+}
+
+BOOST_AUTO_TEST_CASE(a_cached_instance_id_reused_after_a_crash_does_not_take_another_contexts_messages) {
+    pg::store p1(options());
+    order_inbox orders(p1);
+    const auto lost = instance(p1, "o-A");  // P1 caches o-A -> id
+    lose_in_a_crash(*this, lost);
+    pg::store p2(options());
+    order_inbox others(p2);
+    BOOST_TEST_REQUIRE(others.deliver("OrderCreated", "created-B", "o-B") == "processed");
+    BOOST_TEST_REQUIRE(instance(p2, "o-B").id == lost.id);
+
+    // o-A has no OrderCreated: its OrderValidated waits, in an instance of o-A.
+    BOOST_TEST(orders.deliver("OrderValidated", "validated-A", "o-A") == "buffered");
+    BOOST_TEST(rows("idempotence_id = 'validated-A' AND sequence_instance_id IN (SELECT id FROM sequence_instance WHERE context_id = 'o-A')") == 1);
+    BOOST_TEST(rows("sequence_instance_id = " + std::to_string(lost.id)) == 1);  // o-B's own OrderCreated only
+    BOOST_TEST(instance(p1, "o-A").id != lost.id);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_connection_clears_the_instance_cache) {
+    pg::store store(options());
+    const auto cached = instance(store, "o-1");
+    {
+        auto tx = store.begin();
+        terminate_backend_of(tx, conninfo);
+        BOOST_CHECK_THROW(tx.lock_instance(cached.id), si::error);
+    }
+    const auto before = round_trips(store);
+    BOOST_TEST(instance(store, "o-1").id == cached.id);
+    BOOST_TEST(round_trips(store) - before > 0u);  // read afresh, not from the cache: the server may have lost it
+}
+
 BOOST_AUTO_TEST_CASE(housekeeping_in_this_store_forgets_the_removed_instance) {
     pg::store store(options());
     const auto removed = instance(store, "o-1");

@@ -3,6 +3,8 @@
 // delivery to a context it has seen skips the create-or-get round trip. An entry goes stale when
 // its instance is removed (by this process's housekeeping, which forgets it, or by another
 // process): a claim on the removed id then fails its foreign key, and the store forgets the entry.
+// An id the server lost in a crash, a failover or a restore may name another context's instance
+// later: the engine verifies the instance it locks, and a connection given back broken clears all.
 #include <cstddef>
 #include <list>
 #include <mutex>
@@ -43,6 +45,13 @@ public:
     void forget(instance_id id) {
         const std::lock_guard lock(mutex_);
         forget_locked(id);
+    }
+
+    void clear() {
+        const std::lock_guard lock(mutex_);
+        by_key_.clear();
+        by_id_.clear();
+        used_.clear();
     }
 
 private:

@@ -122,6 +122,9 @@ void pool::give_back(std::unique_ptr<connection> conn) noexcept {
     }
     if (!keep) {
         counts_.connections_replaced.fetch_add(1, std::memory_order_relaxed);
+        // The server may have crashed, failed over or been restored: the ids it gave may have
+        // gone with it and been given again to other instances.
+        instances_.clear();
         conn.reset();  // outside the lock: closing a socket may take time
     }
     std::lock_guard lock(mutex_);

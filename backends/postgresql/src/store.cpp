@@ -290,8 +290,8 @@ public:
     }
 
     // What the engine asks next, sent in the round trip of the statement before (still each a
-    // statement of its own): the rows of the key just claimed; the lock of the instance of a won
-    // claim; the types of the instance just locked. Valid until the transaction sends or defers
+    // statement of its own): the lock of the instance of a won claim; the rows of the key just
+    // claimed; the types of the instance just locked. Valid until the transaction sends or defers
     // anything else.
     void read_ahead(claim_key key, std::vector<message_record> rows) { rows_ahead_.emplace(std::move(key), std::move(rows)); }
     void read_ahead(instance_id instance, types_by_state types) { types_ahead_.emplace(instance, std::move(types)); }
@@ -496,8 +496,8 @@ types_by_state types_of(const detail::result& r) {
 }  // namespace
 
 // BEGIN, the claim and what the engine does next after a won claim, on every path, travel
-// together, each its own statement: read the key's rows, lock the instance (only when the claim
-// was won) and read its message types. A lost claim costs the server two cheap reads.
+// together, each its own statement: lock the instance (only when the claim was won), then read
+// the key's rows and the instance's message types. A lost claim costs the server two cheap reads.
 bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
     require_claim_key(key);
     auto& state = checked(impl_);
@@ -507,8 +507,8 @@ bool store::transaction::insert_claim(const claim_key& key, instance_id instance
     try {
         answers = state.batch("claiming a message", [&](detail::pipeline& batch) {
             claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(now)});
-            rows = queue_find(batch, key);
             lock = batch.statement(detail::instance_lock_if_claimed_sql(), {id, key.type, key.idempotence_id});
+            rows = queue_find(batch, key);  // after the lock: rows stored by its previous holder are seen
             types = batch.statement(detail::message_types_sql(), {id});
         });
     } catch (const error& e) {
@@ -728,6 +728,8 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     }
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
 }
+
+void store::forget_instance(instance_id id) { pool_->instances().forget(id); }
 
 template <class Op>
 auto store::autocommitted(std::string_view doing, Op&& op) {

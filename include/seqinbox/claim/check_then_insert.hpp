@@ -8,6 +8,8 @@ namespace seqinbox::claim {
 /// Two concurrent deliveries both pass the check, so both invoke the listener. Kept so that
 /// tests can show that race; never use it in production.
 struct check_then_insert {
+    static constexpr bool checks_before_locking = true;
+
     template <class Tx>
     static claim_outcome acquire(Tx&, const claim_key&, instance_id, timestamp) {
         return claim_outcome::claimed;

@@ -22,4 +22,15 @@ concept claim_strategy = requires(Tx& tx, const claim_key& key, instance_id inst
     { C::forget(tx, key) } -> std::same_as<void>;
 };
 
+namespace claim {
+
+/// A strategy may declare `static constexpr bool checks_before_locking = true`: the engine then
+/// reads the key's rows before it locks the instance, as the engine before the claim did (only
+/// check_then_insert, which shows the race the claim removes). Otherwise it reads them once it
+/// holds the lock, so that it sees what the lock's previous holder stored.
+template <class C>
+inline constexpr bool checks_before_locking = requires { requires C::checks_before_locking; };
+
+}  // namespace claim
+
 }  // namespace seqinbox

@@ -8,7 +8,8 @@
 //    true when this transaction inserted the key, false when a committed claim exists, and WAITS
 //    while another open transaction holds an uncommitted insert or delete of the same key; when
 //    it returns true, a store may already hold the lock of `instance` (taken after the claim, as
-//    lock_instance would): after a won claim the engine locks that instance next on every path;
+//    lock_instance would): after a won claim the engine locks that instance next on every path,
+//    then reads the key's rows (find_messages) and the instance's types;
 //    when `instance` no longer exists it throws seqinbox::error(retryable) with SQLSTATE 23503;
 //  - lock_instance is SELECT ... FOR NO KEY UPDATE: it waits while another transaction holds it
 //    and keeps the lock until commit or rollback; it does not block row inserts of other
@@ -89,9 +90,15 @@ concept store = requires(S& s, typename S::transaction& claim, const std::string
     /// Atomically creates the OPEN instance (name, context id) or returns the existing one;
     /// concurrent calls yield one row and never fail because of each other. A store may answer
     /// from what it read before: the id may then belong to an instance removed meanwhile (the
-    /// claim on it fails with SQLSTATE 23503 and the engine asks once more), and the other fields
-    /// may be stale.
+    /// claim on it fails with SQLSTATE 23503 and the engine asks once more) or, after the server
+    /// lost it, to another context's instance (see forget_instance), and the other fields may be
+    /// stale.
     { s.create_or_get_instance(name, name, t, t) } -> std::same_as<sequence_instance>;
+    /// Drops what the store remembers of instance `id`, so that create_or_get_instance reads it
+    /// afresh. After a server crash, a failover or a restore that lost an instance, a remembered
+    /// id can name another context's instance: the engine, which verifies the instance it locked,
+    /// calls this and claims again.
+    { s.forget_instance(instance_id{}) } -> std::same_as<void>;
 };
 
 }  // namespace seqinbox

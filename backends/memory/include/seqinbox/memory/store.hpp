@@ -64,6 +64,9 @@ public:
         return instances_.at(it->second).row;
     }
 
+    /// Remembers nothing outside the store's state: there is nothing to forget.
+    void forget_instance(instance_id) noexcept {}
+
     /// transaction::store_message in a transaction of its own.
     stored_as store_message(message_record row);
     /// store_message: what commits here is durable at once.

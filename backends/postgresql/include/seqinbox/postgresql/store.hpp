@@ -102,6 +102,8 @@ public:
     /// sure to be current, until the instance is removed; see insert_claim).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
+    /// Drops the instance from the instance cache (the engine found it to be another context's).
+    void forget_instance(instance_id id);
 
     /// transaction::store_message as one autocommitted statement (one round trip).
     stored_as store_message(message_record row);
