@@ -154,9 +154,8 @@ std::vector<std::pair<std::string, std::string>> conninfo_fields(const std::stri
     char* message = nullptr;
     PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &message);
     if (parsed == nullptr) {
-        const std::string reason = message != nullptr ? message : "out of memory";
-        PQfreemem(message);
-        throw std::invalid_argument("bad connection string " + pg::redact_conninfo(conninfo) + ": " + reason);
+        PQfreemem(message);  // unread: it may quote part of a password
+        throw std::invalid_argument("bad connection string " + pg::redact_conninfo(conninfo));
     }
     std::vector<std::pair<std::string, std::string>> fields;
     for (const PQconninfoOption* o = parsed; o->keyword != nullptr; ++o)

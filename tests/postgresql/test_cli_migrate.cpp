@@ -56,6 +56,22 @@ BOOST_AUTO_TEST_CASE(refusals_exit_1) {
     BOOST_TEST(contains(unreachable.output, "connection"), unreachable.output);
 }
 
+/// Against a port nobody listens on, with secrets (parts Pw1, Pw2, Pw3) in every place libpq
+/// takes one: the refusal names the connection but shows no part of any secret.
+BOOST_AUTO_TEST_CASE(an_unreachable_database_is_named_without_its_secrets) {
+    for (const std::string conninfo : {
+             "host=127.0.0.1 port=1 dbname=x user=postgres password='Pw1 Pw2' sslpassword=Pw3 connect_timeout=5",
+             "postgresql://postgres:Pw1?Pw2@127.0.0.1:1/x?sslpassword=Pw3&connect_timeout=5",
+             "postgresql://postgres:Pw1/Pw2@127.0.0.1:1/x?connect_timeout=5",
+             "postgresql://postgres:Pw1%zzPw2@127.0.0.1:1/x?connect_timeout=5",
+         }) {
+        auto refused = run("--postgres " + quote(conninfo));
+        BOOST_TEST(refused.exit_code == 1, refused.output);
+        BOOST_TEST(contains(refused.output, "connection"), refused.output);
+        for (const char* part : {"Pw1", "Pw2", "Pw3"}) BOOST_TEST(!contains(refused.output, part), refused.output);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
     auto missing = run("");
     BOOST_TEST(missing.exit_code == 2, missing.output);

@@ -1,7 +1,7 @@
 #pragma once
 // A `seqinbox run` child process for the relay tests: started with arguments, its stdout and
 // stderr in a log file, stopped with a signal, killed and reaped by the destructor if still
-// running. Also a minimal HTTP GET against its loopback endpoint.
+// running. http_client.hpp GETs from its loopback endpoint.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "relay/http_client.hpp"
 
 namespace seqinbox::test {
 
@@ -95,34 +97,5 @@ private:
     pid_t pid_ = -1;
     std::optional<int> exit_code_;
 };
-
-struct http_reply {
-    int status = 0;
-    std::string head;
-    std::string body;
-};
-
-/// GET `path` from 127.0.0.1:`port` (status 0: no connection).
-inline http_reply http_get(std::uint16_t port, const std::string& path) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    http_reply reply;
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-        const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-        std::string response;
-        char buffer[4096];
-        for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
-        const auto blank = response.find("\r\n\r\n");
-        reply.head = response.substr(0, blank);
-        if (blank != std::string::npos) reply.body = response.substr(blank + 4);
-        if (response.starts_with("HTTP/1.1 ")) reply.status = std::stoi(response.substr(9, 3));
-    }
-    ::close(fd);
-    return reply;
-}
 
 }  // namespace seqinbox::test

@@ -7,8 +7,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -18,8 +21,12 @@ namespace seqinbox::relay {
 
 namespace {
 
+using steady = std::chrono::steady_clock;
+
 constexpr std::size_t max_request_head = 8192;
 constexpr int stop_check_ms = 100;
+constexpr std::size_t serving_threads = 4;  // a probe gets through while others are slow
+constexpr auto patience = std::chrono::seconds(5);  // for the request head, then for the answer
 
 /// Closes a socket when the scope ends.
 class socket_guard {
@@ -44,7 +51,8 @@ private:
 
 /// A listening socket bound to 127.0.0.1:`port`.
 int listen_on_loopback(std::uint16_t port) {
-    socket_guard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // non-blocking: of the threads woken by one connection, those that lose the accept go back to waiting
+    socket_guard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (fd.get() < 0) cannot_listen(port, "socket");
     const int on = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // a restart must not wait for TIME_WAIT
@@ -70,26 +78,46 @@ std::string_view reason_phrase(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 400: return "Bad Request";
+    case 408: return "Request Timeout";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
 }
 
-/// The request head (up to the blank line), or what arrived before the client stopped sending.
-std::string read_head(int client) {
+/// Waits until `client` is ready for `events`; false when the deadline passes or a stop is requested first.
+bool await_ready(int client, short events, steady::time_point deadline, const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
+        if (left <= 0) return false;
+        pollfd ready{client, events, 0};
+        if (::poll(&ready, 1, static_cast<int>(std::min<long long>(left, stop_check_ms))) > 0) return true;
+    }
+    return false;
+}
+
+bool interrupted(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR); }
+
+/// The request head (up to the blank line) or what arrived before the client stopped sending;
+/// nullopt when the deadline passed first.
+std::optional<std::string> read_head(int client, steady::time_point deadline, const std::stop_token& stop) {
     std::string head;
     char buffer[1024];
     while (head.size() < max_request_head && head.find("\r\n\r\n") == std::string::npos) {
+        if (!await_ready(client, POLLIN, deadline, stop)) return std::nullopt;
         const auto n = ::recv(client, buffer, sizeof buffer, 0);
+        if (interrupted(n)) continue;
         if (n <= 0) break;
         head.append(buffer, static_cast<std::size_t>(n));
     }
     return head;
 }
 
-void write_all(int client, std::string_view data) {
-    while (!data.empty()) {
+/// Sends `data` unless the client leaves or does not take it within `patience`.
+void write_all(int client, std::string_view data, const std::stop_token& stop) {
+    const auto deadline = steady::now() + patience;
+    while (!data.empty() && await_ready(client, POLLOUT, deadline, stop)) {
         const auto n = ::send(client, data.data(), data.size(), MSG_NOSIGNAL);
+        if (interrupted(n)) continue;
         if (n <= 0) return;  // the client left: nothing to tell it
         data.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -108,55 +136,67 @@ http_response text(int status, std::string body) { return {status, "text/plain; 
 }  // namespace
 
 http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_handler> routes)
-    : routes_(std::move(routes)), listener_(listen_on_loopback(port)), port_(bound_port(listener_)) {
+    : listener_(listen_on_loopback(port)), port_(bound_port(listener_)) {
     socket_guard until_serving(listener_);  // no destructor runs for a half-built object
-    thread_ = std::thread([this] { serve(); });
+    for (auto& [path, handler] : routes) routes_[path].handler = std::move(handler);
+    try {
+        for (std::size_t i = 0; i < serving_threads; ++i) threads_.emplace_back([this](const std::stop_token& stop) { serve(stop); });
+    } catch (...) {
+        stop_serving();  // before the listener closes under the started threads
+        throw;
+    }
     until_serving.release();
 }
 
 http_endpoint::~http_endpoint() {
-    stopping_ = true;
-    thread_.join();
+    stop_serving();
     ::close(listener_);
 }
 
-void http_endpoint::serve() {
-    while (!stopping_) {
+void http_endpoint::stop_serving() noexcept {
+    for (auto& thread : threads_) thread.request_stop();
+    threads_.clear();  // joins
+}
+
+void http_endpoint::serve(const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
         pollfd waiting{listener_, POLLIN, 0};
-        if (::poll(&waiting, 1, stop_check_ms) <= 0) continue;  // timeout or EINTR: check stopping_ again
-        socket_guard client(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC));
-        if (client.get() < 0) continue;
-        const timeval patience{2, 0};  // a silent client must not block the probe behind it for long
-        ::setsockopt(client.get(), SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
-        ::setsockopt(client.get(), SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
-        answer(client.get());
+        if (::poll(&waiting, 1, stop_check_ms) <= 0) continue;  // timeout or EINTR: check for a stop again
+        socket_guard client(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (client.get() < 0) continue;  // another thread took the connection
+        answer(client.get(), stop);
     }
 }
 
-void http_endpoint::answer(int client) const {
-    const std::string head = read_head(client);
-    const auto line_end = head.find("\r\n");
-    const std::string_view line = std::string_view(head).substr(0, line_end);
+void http_endpoint::answer(int client, const std::stop_token& stop) {
+    const auto head = read_head(client, steady::now() + patience, stop);
+    const auto reply = [&](const http_response& response, bool with_body) { write_all(client, render(response, with_body), stop); };
+    if (!head) return reply(text(408, "the request head did not arrive within 5 s\n"), true);
+    const auto line_end = head->find("\r\n");
+    const std::string_view line = std::string_view(*head).substr(0, line_end);
     const auto first_space = line.find(' ');
     const auto second_space = line.find(' ', first_space == std::string_view::npos ? line.size() : first_space + 1);
     if (line_end == std::string::npos || first_space == std::string_view::npos || second_space == std::string_view::npos)
-        return write_all(client, render(text(400, "malformed request line\n"), true));
+        return reply(text(400, "malformed request line\n"), true);
     const std::string_view method = line.substr(0, first_space);
     std::string_view target = line.substr(first_space + 1, second_space - first_space - 1);
     target = target.substr(0, target.find('?'));  // a scraper may add parameters; the paths take none
     const bool head_only = method == "HEAD";
-    if (method != "GET" && !head_only) return write_all(client, render(text(405, "only GET and HEAD\n"), true));
-    const auto route = routes_.find(std::string(target));
-    if (route == routes_.end()) return write_all(client, render(text(404, "no such path: " + std::string(target) + "\n"), !head_only));
-    http_response response;
+    if (method != "GET" && !head_only) return reply(text(405, "only GET and HEAD\n"), true);
+    const auto found = routes_.find(std::string(target));
+    if (found == routes_.end()) return reply(text(404, "no such path: " + std::string(target) + "\n"), !head_only);
+    reply(called(found->second), !head_only);
+}
+
+http_response http_endpoint::called(route& r) {
+    const std::scoped_lock one_at_a_time(r.calling);
     try {
-        response = route->second();
+        return r.handler();
     } catch (const std::exception& e) {
-        response = text(500, std::string("handler failed: ") + e.what() + "\n");
+        return text(500, std::string("handler failed: ") + e.what() + "\n");
     } catch (...) {
-        response = text(500, "handler failed\n");
+        return text(500, "handler failed\n");
     }
-    write_all(client, render(response, !head_only));
 }
 
 }  // namespace seqinbox::relay

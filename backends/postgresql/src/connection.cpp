@@ -1,7 +1,6 @@
 #include "connection.hpp"
 
-#include <algorithm>
-#include <cctype>
+#include <memory>
 
 #include <soci/postgresql/soci-postgresql.h>
 
@@ -12,48 +11,67 @@ namespace seqinbox::postgresql {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+constexpr std::string_view withheld =
+    "(connection string withheld: it does not parse unambiguously, so any part of it may be a password)";
+
+constexpr std::string_view conninfo_syntax_hint =
+    "write it as key=value pairs, quoting values that contain spaces as '...' (with \\' and \\\\ inside), "
+    "or as a URI, and percent-encode '@', '/', '?', ':' and '%' in its user name, password and values "
+    "(%40, %2F, %3F, %3A, %25)";
+
+using parsed_options = std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)>;
+
+/// Whether `conninfo` is a URI with a raw '@' after the one libpq ends the user info at (the first
+/// '@' before any '/'): its author meant it inside the password, whose rest libpq then reads as
+/// host, port, database name or query and quotes in its errors.
+bool has_stray_at_sign(std::string_view conninfo) {
+    for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+        if (!conninfo.starts_with(scheme)) continue;
+        const auto rest = conninfo.substr(scheme.size());
+        const auto at = rest.find('@');
+        const auto user_info_end = at < rest.find('/') ? at + 1 : 0;
+        return rest.find('@', user_info_end) != std::string_view::npos;
+    }
+    return false;
+}
+
+/// The options of `conninfo`, or null when libpq cannot parse it or reads it other than meant.
+/// libpq's complaint is dropped unread: it may quote part of a password.
+parsed_options parse_unambiguously(const std::string& conninfo) {
+    char* complaint = nullptr;
+    parsed_options options(PQconninfoParse(conninfo.c_str(), &complaint), &PQconninfoFree);
+    PQfreemem(complaint);
+    if (has_stray_at_sign(conninfo)) options.reset();
+    return options;
+}
+
+/// libpq marks the options it never displays (password, sslpassword, and any it adds) with '*'.
+bool is_secret(const PQconninfoOption& option) { return option.dispchar != nullptr && option.dispchar[0] == '*'; }
+
+/// `options` in key=value form. For libpq every value is quoted; for messages a secret shows as
+/// *** and a value is quoted only when it has to be.
+std::string rendered(const PQconninfoOption* options, bool for_messages) {
+    std::string text;
+    for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr) continue;
+        const std::string_view value = for_messages && is_secret(*o) ? std::string_view("***") : std::string_view(o->val);
+        const bool quoted = !for_messages || value.empty() || value.find_first_of(" \t\n\r\f\v'\\") != std::string_view::npos;
+        if (!text.empty()) text += ' ';  // SOCI rejects a trailing space ("invalid connection option")
+        text += std::string(o->keyword) + (quoted ? "='" : "=");
+        for (const char c : value) {
+            if (c == '\'' || c == '\\') text += '\\';
+            text += c;
+        }
+        if (quoted) text += '\'';
+    }
+    return text;
 }
 
 }  // namespace
 
-// Hand-written rather than std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under ASan.
 std::string redact_conninfo(std::string_view conninfo) {
-    std::string text(conninfo);
-    // URI userinfo: postgresql://user:secret@host
-    for (std::string_view scheme : {"postgresql://", "postgres://"}) {
-        if (!text.starts_with(scheme)) continue;
-        const auto authority_end = text.find_first_of("/?", scheme.size());
-        const auto at = text.rfind('@', authority_end);
-        const auto colon = text.find(':', scheme.size());
-        if (at != std::string::npos && at >= scheme.size() && colon < at) text.replace(colon + 1, at - colon - 1, "***");
-        break;
-    }
-    // password=value in key=value form (value quoted or not) and as a URI query parameter
-    constexpr std::string_view keyword = "password";
-    for (std::size_t i = 0; i + keyword.size() <= text.size(); ++i) {
-        const bool word_start = i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '?' ||
-                                text[i - 1] == '&';
-        if (!word_start || !iequals(std::string_view(text).substr(i, keyword.size()), keyword)) continue;
-        std::size_t j = i + keyword.size();
-        while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
-        if (j == text.size() || text[j] != '=') continue;
-        ++j;
-        while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
-        std::size_t end = j;
-        if (end < text.size() && text[end] == '\'') {
-            for (++end; end < text.size() && text[end] != '\''; ++end)
-                if (text[end] == '\\') ++end;  // an escaped character
-            end = std::min(end + 1, text.size());
-        } else {
-            while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) && text[end] != '&') ++end;
-        }
-        text.replace(j, end - j, "***");
-        i = j + 2;
-    }
-    return text;
+    const auto options = parse_unambiguously(std::string(conninfo));
+    return options ? rendered(options.get(), true) : std::string(withheld);
 }
 
 namespace detail {
@@ -74,35 +92,18 @@ bool starts_with_any(const std::string& s, std::initializer_list<std::string_vie
 
 /// `conninfo` in key=value form: SOCI mangles URIs ("postgresql://..." loses its database).
 std::string key_value_form(const std::string& conninfo) {
-    char* problem = nullptr;
-    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &problem);
-    if (options == nullptr) {
-        const std::string why = problem != nullptr ? problem : "cannot be parsed";
-        PQfreemem(problem);
-        throw error(error_category::connection, "invalid PostgreSQL connection string '" + redact_conninfo(conninfo) +
-                                                    "': " + why + "; " + std::string(connection_fix));
-    }
-    std::string text;
-    for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-        if (o->val == nullptr) continue;
-        if (std::string_view(o->val).find_first_of(" \t\n\r\f\v") != std::string_view::npos) {
-            const std::string keyword = o->keyword;
-            PQconninfoFree(options);
+    const auto options = parse_unambiguously(conninfo);
+    if (!options)
+        throw error(error_category::connection,
+                    "the PostgreSQL connection string does not parse unambiguously (details withheld: they may contain a "
+                    "password); " + std::string(conninfo_syntax_hint));
+    for (const PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o)
+        if (o->val != nullptr && std::string_view(o->val).find_first_of(" \t\n\r\f\v") != std::string_view::npos)
             throw error(error_category::configuration,
-                        "the connection parameter '" + keyword + "' of '" + redact_conninfo(conninfo) +
+                        "the connection parameter '" + std::string(o->keyword) + "' of '" + redact_conninfo(conninfo) +
                             "' contains whitespace, which SOCI 4.0 cannot pass to libpq; set it through the "
                             "environment (PG* variables) or a service file (PGSERVICE) instead");
-        }
-        if (!text.empty()) text += ' ';  // SOCI rejects a trailing space ("invalid connection option")
-        text += std::string(o->keyword) + "='";
-        for (const char* c = o->val; *c != '\0'; ++c) {
-            if (*c == '\'' || *c == '\\') text += '\\';
-            text += *c;
-        }
-        text += '\'';
-    }
-    PQconninfoFree(options);
-    return text;
+    return rendered(options.get(), false);
 }
 
 std::unique_ptr<soci::session> connect(const std::string& conninfo) {

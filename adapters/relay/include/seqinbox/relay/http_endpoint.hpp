@@ -1,17 +1,23 @@
 #pragma once
 // A minimal HTTP/1.1 endpoint on the loopback interface for /metrics and /healthz: GET (and HEAD)
-// of fixed paths, one request per connection, served one at a time on a thread of its own.
-// It is meant for a scraper and a health probe on the same host, not for the open network:
-// it binds 127.0.0.1 only, reads at most 8 KiB of request head and gives a client 2 s to send it.
+// of fixed paths, one request per connection, served by four threads of its own, so that a probe
+// is answered while a scrape is slow or a client dawdles. It is meant for a scraper and a health
+// probe on the same host, not for the open network: it binds 127.0.0.1 only, reads at most 8 KiB
+// of request head, and gives a client 5 s to send it (then answers 408 and closes) and 5 s to take
+// the answer.
 //
-// Thread safety: handlers run on the endpoint's thread; they must be safe to call while the
-// rest of the program runs. The destructor stops the thread (within about 100 ms).
-#include <atomic>
+// Thread safety: handlers run on the endpoint's threads; one path's handler is never called
+// concurrently with itself, but different paths' handlers may run at the same time, and must be
+// safe to call while the rest of the program runs. The destructor stops the threads (within about
+// 100 ms once the handlers running have returned).
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace seqinbox::relay {
 
@@ -38,14 +44,21 @@ public:
     std::uint16_t port() const noexcept { return port_; }
 
 private:
-    void serve();
-    void answer(int client) const;
+    /// A path's handler, called by one thread at a time.
+    struct route {
+        http_handler handler;
+        std::mutex calling;
+    };
 
-    std::map<std::string, http_handler> routes_;
+    void serve(const std::stop_token& stop);
+    void answer(int client, const std::stop_token& stop);
+    static http_response called(route& r);
+    void stop_serving() noexcept;
+
+    std::map<std::string, route> routes_;
     int listener_ = -1;
     std::uint16_t port_ = 0;
-    std::atomic<bool> stopping_{false};
-    std::thread thread_;  // last: started once everything above is set
+    std::vector<std::jthread> threads_;  // last: started once everything above is set
 };
 
 }  // namespace seqinbox::relay

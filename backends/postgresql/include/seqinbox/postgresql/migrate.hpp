@@ -55,7 +55,9 @@ struct migrate_report {
 ///   - internal: a script failed (its transaction is rolled back; the SQLSTATE is attached).
 migrate_report migrate(const std::string& conninfo, const migrate_options& options = {});
 
-/// `conninfo` with any password replaced by "***", for messages and logs.
+/// `conninfo` for messages and logs: its options in key=value form, every secret libpq knows
+/// (password, sslpassword, any it marks secret) shown as ***. One that does not parse, or a URI
+/// with an '@' libpq does not take as the end of the user info, is withheld whole.
 std::string redact_conninfo(std::string_view conninfo);
 
 }  // namespace seqinbox::postgresql
