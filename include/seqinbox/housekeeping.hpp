@@ -23,6 +23,7 @@
 #include "seqinbox/clock/concept.hpp"
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/declare/sequence.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/log/concept.hpp"
 #include "seqinbox/log/null_logger.hpp"
 #include "seqinbox/sink/concept.hpp"
@@ -133,8 +134,9 @@ private:
         const auto marked = store_->mark_expired(clock_.now(), options_.removal_delay, options_.batch_size);
         for (const auto& instance : marked)
             log(log_level::warn, [&] {
-                return "EXPIRED sequence instance " + std::to_string(instance.id) + " (" + instance.sequence + ", context " +
-                       instance.context_id + ") is past its retention; it will be removed, its waiting messages sent to the error sink";
+                return "EXPIRED sequence instance " + std::to_string(instance.id) + " (" + detail::loggable(instance.sequence) + ", context " +
+                       detail::loggable(instance.context_id) +
+                       ") is past its retention; it will be removed, its waiting messages sent to the error sink";
             });
         report.marked += marked.size();
         return marked.size() == options_.batch_size;
@@ -147,7 +149,9 @@ private:
                                 (instance.state == instance_state::closed ? ") was closed" : ") passed its retention") +
                                 " while this message was waiting",
                             row.type, row.idempotence_id, instance.context_id});
-            log(log_level::warn, [&] { return "forwarded waiting " + row.type + "/" + row.idempotence_id + " to the error sink before removal"; });
+            log(log_level::warn, [&] {
+                return "forwarded waiting " + detail::loggable_message(row.type, row.idempotence_id) + " to the error sink before removal";
+            });
         }
     }
 

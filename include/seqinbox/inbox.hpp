@@ -32,6 +32,7 @@
 #include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/catalog.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/detail/release_plan.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
@@ -106,7 +107,7 @@ public:
         ensure_ready();
         const auto started = std::chrono::steady_clock::now();
         auto result = decide(record);
-        metrics_.handled(result.qualified_type, std::chrono::steady_clock::now() - started);
+        metrics_.handled(metric_type(result), std::chrono::steady_clock::now() - started);
         return result;
     }
 
@@ -194,7 +195,7 @@ private:
         try {
             decoded_message.emplace(decoder_.decode(record));
         } catch (...) {
-            return reject(record, "undecodable: " + current_exception_text(), {}, {});
+            return reject(record, rejection::undecodable, "undecodable: " + current_exception_text(), {}, {});
         }
         auto& m = *decoded_message;
         std::string qualified = m.type;
@@ -207,14 +208,15 @@ private:
             filtered_out = type != nullptr && type->declaration->filter && !type->declaration->filter(m.message, record);
             if (type != nullptr && !filtered_out) context_id = type->declaration->context_id(m.message, record);
         } catch (...) {
-            return reject(record, "cannot classify message: " + current_exception_text(), qualified, m.idempotence_id);
+            return reject(record, rejection::unclassifiable, "cannot classify message: " + current_exception_text(), qualified,
+                          m.idempotence_id);
         }
-        if (type == nullptr) return reject(record, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
+        if (type == nullptr) return reject(record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
         if (filtered_out) return handle_directly(d);
         if (!context_id || context_id->empty()) return without_context_id(d);
         d.context_id = std::move(*context_id);
-        if (auto problem = unstorable(d); !problem.empty()) return reject(record, problem, qualified, d.idempotence_id);
+        if (auto problem = unstorable(d); !problem.empty()) return reject(record, rejection::unstorable, problem, qualified, d.idempotence_id);
         return sequence(d);
     }
 
@@ -236,17 +238,25 @@ private:
         return "unknown message type '" + detail::printable(type) + "'";
     }
 
-    delivery_result reject(const envelope& record, std::string reason, std::string type, std::string idempotence_id) {
-        log(log_level::warn, [&] { return "rejected " + type + "/" + idempotence_id + ": " + reason; });
-        metrics_.failed(type);
-        sink_->publish({record, reason, type, idempotence_id, {}});
-        return {outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0};
+    delivery_result reject(const envelope& record, rejection why, std::string reason, std::string type, std::string idempotence_id) {
+        log(log_level::warn, [&] { return "rejected " + detail::loggable_message(type, idempotence_id) + ": " + detail::loggable(reason); });
+        delivery_result result{outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0, why};
+        metrics_.failed(metric_type(result));
+        sink_->publish({record, std::move(reason), result.qualified_type, result.idempotence_id, {}});
+        return result;
+    }
+
+    /// The one label metrics give a delivery: its qualified type, which is declared, or for a
+    /// rejected delivery why it was rejected. Never the record's own text: anyone can send types
+    /// that are long, invalid UTF-8 or new every time, and each would be a series of its own.
+    static std::string_view metric_type(const delivery_result& r) {
+        return r.outcome == outcome::rejected ? to_string(r.rejection) : std::string_view(r.qualified_type);
     }
 
     /// Step 2, the extractor returned no context id: the type's declared policy decides.
     delivery_result without_context_id(delivery& d) {
         if (d.type->declaration->missing_context_id == missing_context_id_policy::handle) return handle_directly(d);
-        return reject(d.record,
+        return reject(d.record, rejection::no_context_id,
                       "no context id: the extractor of message type '" + detail::printable(d.type->qualified) +
                           "' returned none, and its policy for a missing context id is dead-letter",
                       d.type->qualified, d.idempotence_id);
@@ -401,7 +411,7 @@ private:
     bool failed_meanwhile(transaction& t1, const claim_key& key, const std::vector<message_record>& seen) {
         if (std::ranges::none_of(seen, [](const message_record& r) { return r.state == message_state::waiting; })) return false;
         if (has_handled_row(t1.find_messages(key))) return false;
-        log(log_level::warn, [&] { return "the replay of " + key.type + "/" + key.idempotence_id + " failed meanwhile; its claim is deleted"; });
+        log(log_level::warn, [&] { return "the replay of " + detail::loggable_message(key.type, key.idempotence_id) + " failed meanwhile; its claim is deleted"; });
         return true;
     }
 
@@ -468,7 +478,9 @@ private:
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
-            log(log_level::warn, [&] { return "pending actions on instance " + std::to_string(instance.id) + " of undeclared sequence " + instance.sequence; });
+            log(log_level::warn, [&] {
+                return "pending actions on instance " + std::to_string(instance.id) + " of undeclared sequence " + detail::loggable(instance.sequence);
+            });
             return;
         }
         if (actions.on_instance == instance_action::close) {
@@ -494,7 +506,7 @@ private:
     /// EXPIRE: PROCESSED without replay.
     void expire(transaction& t1, const message_record& row, const std::string& context_id) {
         state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
-        log(log_level::warn, [&] { return "expired " + row.type + "/" + row.idempotence_id + " context " + context_id + " by an operator: not replayed"; });
+        log(log_level::warn, [&] { return "expired " + detail::loggable_message(row.type, row.idempotence_id, context_id) + " by an operator: not replayed"; });
     }
 
     /// Stores the delivery's row in the state step. A FAILED row of the key takes the new state
@@ -530,7 +542,7 @@ private:
         sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
         t1.rollback();
         metrics_.failed(d.type->qualified);
-        log(log_level::warn, [&] { return "failed " + describe(d) + ": " + reason; });
+        log(log_level::warn, [&] { return "failed " + describe(d) + ": " + detail::loggable(reason); });
     }
 
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
@@ -583,7 +595,7 @@ private:
 
     void close(transaction& t1, instance_id instance, const std::string& context_id) {
         t1.close_instance(instance, clock_.now());
-        log(log_level::info, [&] { return "closed instance " + std::to_string(instance) + " context " + context_id; });
+        log(log_level::info, [&] { return "closed instance " + std::to_string(instance) + " context " + detail::loggable(context_id); });
     }
 
     /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
@@ -591,7 +603,7 @@ private:
     bool replay(transaction& t1, const message_record& row, const std::vector<message_id>& twins, const std::string& context_id) {
         if (!twins.empty())
             log(log_level::warn, [&] {
-                return std::to_string(twins.size() + 1) + " historical WAITING rows for " + row.type + "/" + row.idempotence_id +
+                return std::to_string(twins.size() + 1) + " historical WAITING rows for " + detail::loggable_message(row.type, row.idempotence_id) +
                        ": replayed once, every row gets its state";
             });
         require_alive(t1, row.type, row.idempotence_id, "before a released listener");
@@ -610,7 +622,9 @@ private:
                 Claim::forget(*tx, row.key());
             });
             metrics_.failed(row.type);
-            log(log_level::warn, [&] { return "release failed " + row.type + "/" + row.idempotence_id + " context " + context_id + ": " + reason; });
+            log(log_level::warn, [&] {
+                return "release failed " + detail::loggable_message(row.type, row.idempotence_id, context_id) + ": " + detail::loggable(reason);
+            });
             return false;
         }
         require_alive(t1, row.type, row.idempotence_id, "while a released listener ran");
@@ -619,7 +633,7 @@ private:
             for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
         });
         metrics_.released(row.type, now - row.created_at);
-        log(log_level::info, [&] { return "released " + row.type + "/" + row.idempotence_id + " context " + context_id; });
+        log(log_level::info, [&] { return "released " + detail::loggable_message(row.type, row.idempotence_id, context_id); });
         return true;
     }
 
@@ -675,22 +689,20 @@ private:
     /// Without T1 the claim and the instance lock are gone: nothing more may run or be stored.
     static void require_alive(transaction& t1, const std::string& type, const std::string& idempotence_id, const char* when) {
         if (!t1.active())
-            throw error(error_category::connection, "the claim transaction lost its connection " + std::string(when) + " (" + type +
-                                                        "/" + idempotence_id + "); not stored, redeliver");
+            throw error(error_category::connection, "the claim transaction lost its connection " + std::string(when) + " (" +
+                                                        detail::loggable_message(type, idempotence_id) + "); not stored, redeliver");
     }
 
     static void require_connection(transaction& t1, const std::string& type, const std::string& idempotence_id) {
         if (!t1.active())
-            throw error(error_category::connection, "the claim transaction of " + type + "/" + idempotence_id +
+            throw error(error_category::connection, "the claim transaction of " + detail::loggable_message(type, idempotence_id) +
                                                         " lost its connection while the listener ran (" +
                                                         current_exception_text() + "); redeliver");
     }
 
     static std::string listener_failure() { return "listener failed: " + current_exception_text(); }
 
-    static std::string describe(const delivery& d) {
-        return d.type->qualified + "/" + d.idempotence_id + (d.context_id.empty() ? "" : " context " + d.context_id);
-    }
+    static std::string describe(const delivery& d) { return detail::loggable_message(d.type->qualified, d.idempotence_id, d.context_id); }
 
     template <class Build>
     void log(log_level level, Build build) {

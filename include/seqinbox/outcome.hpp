@@ -27,6 +27,29 @@ constexpr std::string_view to_string(outcome o) noexcept {
     return "?";
 }
 
+/// Why a delivery was rejected (outcome::rejected). Metrics label a rejected delivery with this
+/// name rather than with the type the record claims, which anyone can make up.
+enum class rejection {
+    none,            ///< not rejected
+    undecodable,     ///< the decoder threw: no type or idempotence id could be read
+    unclassifiable,  ///< a subtype resolver, filter or context id extractor threw
+    unknown_type,    ///< the type, or its subtype, is not declared
+    no_context_id,   ///< no context id, and the type's policy for that is dead-letter
+    unstorable,      ///< a key, context id, topic or header name the store cannot keep
+};
+
+constexpr std::string_view to_string(rejection r) noexcept {
+    switch (r) {
+    case rejection::none: return "none";
+    case rejection::undecodable: return "undecodable";
+    case rejection::unclassifiable: return "unclassifiable";
+    case rejection::unknown_type: return "unknown_type";
+    case rejection::no_context_id: return "no_context_id";
+    case rejection::unstorable: return "unstorable";
+    }
+    return "?";
+}
+
 struct delivery_result {
     seqinbox::outcome outcome = outcome::rejected;
     std::string qualified_type;
@@ -34,6 +57,7 @@ struct delivery_result {
     std::string context_id;
     std::size_t released = 0;         ///< buffered messages released by this delivery
     std::size_t release_failures = 0;  ///< buffered messages that failed on release
+    seqinbox::rejection rejection = rejection::none;
 };
 
 }  // namespace seqinbox

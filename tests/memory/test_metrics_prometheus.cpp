@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "seqinbox/housekeeping.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/metrics/prometheus.hpp"
+#include "seqinbox/store/storable_text.hpp"
 #include "support/world.hpp"
 
 using namespace seqinbox;
@@ -171,7 +174,11 @@ private:
     exposition result_;
 };
 
-exposition parse(const std::string& text) { return parser(text).parse(); }
+/// Also fails on text that is not UTF-8: Prometheus then rejects the whole scrape.
+exposition parse(const std::string& text) {
+    if (const auto problem = text_problem("the exposition", text); !problem.empty()) throw std::runtime_error(problem);
+    return parser(text).parse();
+}
 
 /// Every series of a histogram: buckets cumulative, ascending `le`, +Inf last and equal to _count.
 void check_histogram(const exposition& e, const std::string& family) {
@@ -367,6 +374,60 @@ BOOST_AUTO_TEST_CASE(label_values_and_help_are_escaped_and_parse_back) {
     BOOST_TEST(e.value("seqinbox_consumed_messages_total", of_type(odd_type)) == 1);
     BOOST_TEST(e.value("seqinbox_handle_seconds_count", of_type(odd_type)) == 1);
     BOOST_TEST(e.help.at("app_escaped_total") == "Backslash \\ and\nnewline, \"quotes\" kept.");
+    check_histogram(e, "seqinbox_handle_seconds");
+}
+
+BOOST_AUTO_TEST_CASE(label_values_that_are_not_utf8_render_as_replacement_characters) {
+    registry r;
+    auto& total = r.counter("app_total", "Bytes \xFF kept out.", {"type"});
+    total.inc({"A\xFF\xC3(\xED\xA0\x80\"B"});
+    total.inc({"A\xFE\xC3(\xED\xA0\x80\"B"});  // the same once repaired: one series, not two alike
+    BOOST_TEST(r.render() ==
+               "# HELP app_total Bytes \uFFFD kept out.\n"
+               "# TYPE app_total counter\n"
+               "app_total{type=\"A\uFFFD\uFFFD(\uFFFD\uFFFD\uFFFD\\\"B\"} 2\n");
+    BOOST_TEST(parse(r.render()).value("app_total", of_type("A\uFFFD\uFFFD(\uFFFD\uFFFD\uFFFD\"B")) == 2);
+}
+
+namespace {
+
+/// `size` random bytes, every byte value possible: a message type as anyone may send it.
+std::string random_bytes(std::mt19937& random, std::size_t size) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::string text(size, ' ');
+    for (auto& c : text) c = static_cast<char>(byte(random));
+    return text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rejected_deliveries_are_labelled_by_why_so_untrusted_types_make_no_series) {
+    world w;
+    std::mt19937 random(17);
+    for (int i = 0; i < 2000; ++i)
+        BOOST_TEST_REQUIRE((w.deliver(random_bytes(random, 1024), "r" + std::to_string(i), "o1") == outcome::rejected));
+    BOOST_TEST((w.deliver("Order\"Created\\\n", "q1", "o1") == outcome::rejected));
+    BOOST_TEST((w.deliver("OrderCreated", std::string(2000, 'x'), "o1") == outcome::rejected));  // id too long to store
+    BOOST_TEST((w.deliver("OrderCreated", "c1", "o\xFF") == outcome::rejected));                 // context id not UTF-8
+    envelope without_type = testing::record("OrderCreated", "c1", "o1");
+    without_type.headers.erase(without_type.headers.begin());
+    BOOST_TEST((w.inbox.deliver(without_type).outcome == outcome::rejected));
+    BOOST_TEST((w.deliver("OrderCreated", "c1", "o1") == outcome::processed));
+
+    const std::string text = w.shared->render();
+    BOOST_TEST_MESSAGE("exposition after 2,004 rejected deliveries: " << text.size() << " bytes");
+    exposition e;
+    BOOST_REQUIRE_NO_THROW(e = parse(text));
+    const std::set<std::string> allowed = {"OrderCreated", "unknown_type", "unstorable", "undecodable"};
+    for (const auto& s : e.samples)
+        if (s.labels.contains("type")) BOOST_TEST(allowed.contains(s.labels.at("type")), s.name << " labelled " << s.labels.at("type"));
+    BOOST_TEST(e.of("seqinbox_failed_messages_total").size() == 3u);
+    BOOST_TEST(e.value("seqinbox_failed_messages_total", of_type("unknown_type")) == 2001);
+    BOOST_TEST(e.value("seqinbox_failed_messages_total", of_type("unstorable")) == 2);
+    BOOST_TEST(e.value("seqinbox_failed_messages_total", of_type("undecodable")) == 1);
+    BOOST_TEST(e.value("seqinbox_handle_seconds_count", of_type("unknown_type")) == 2001);
+    BOOST_TEST(e.value("seqinbox_handle_seconds_count", of_type("OrderCreated")) == 1);
+    BOOST_TEST(text.size() < 16'000u, "the exposition does not grow with the records' types");
     check_histogram(e, "seqinbox_handle_seconds");
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "acknowledged_producer.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::kafka {
@@ -54,7 +55,7 @@ std::vector<header> dead_letter_headers(const failed_delivery& f, carried parts)
 
 std::string describe_record(const failed_delivery& f) {
     return "the failure of " + f.original.topic + "[" + std::to_string(f.original.partition) + "]@" +
-           std::to_string(f.original.offset) + " (idempotence id '" + f.idempotence_id + "')";
+           std::to_string(f.original.offset) + " (idempotence id '" + seqinbox::detail::loggable(f.idempotence_id) + "')";
 }
 
 }  // namespace

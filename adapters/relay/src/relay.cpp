@@ -7,6 +7,7 @@
 #include "health_board.hpp"
 #include "job_schedule.hpp"
 #include "retry_board.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/kafka/publisher.hpp"
@@ -228,8 +229,10 @@ private:
                (r.complete ? "" : " (stopped at max duration, resumes next run)");
     }
 
+    /// The relay's own lines quote exception texts (a database's may span lines, an engine's
+    /// quotes a record's ids): escaped, each stays one line. Text escaped before reads the same.
     void note(log_level level, const std::string& line) {
-        if (logger_.enabled(level)) logger_.log(level, line);
+        if (logger_.enabled(level)) logger_.log(level, seqinbox::detail::escaped(line));
     }
 
     relay_options options_;

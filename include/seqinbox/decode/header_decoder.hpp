@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "seqinbox/decode/concept.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::decode {
@@ -27,8 +28,8 @@ private:
         for (const auto& h : e.headers) {
             if (h.name != name) continue;
             if (found && *found != h.value)
-                throw error(error_category::bad_message, "conflicting headers '" + name + "': '" + std::string(*found) + "' and '" +
-                                                             h.value + "' in record " + where(e));
+                throw error(error_category::bad_message, "conflicting headers '" + name + "': '" + detail::printable(*found) +
+                                                             "' and '" + detail::printable(h.value) + "' in record " + where(e));
             found = h.value;
         }
         if (!found || found->empty())

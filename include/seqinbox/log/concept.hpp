@@ -1,5 +1,6 @@
 #pragma once
-// The logger policy. The engine builds a message only when `enabled(level)` is true.
+// The logger policy. The engine builds a message only when `enabled(level)` is true. Messages
+// are one line: text from a record in them is escaped (seqinbox/detail/escaped_text.hpp).
 #include <concepts>
 #include <string_view>
 

@@ -1,6 +1,7 @@
 #pragma once
 // The metrics sink policy. Calls happen on the delivering thread; a sink shared by several
-// threads must be thread-safe.
+// threads must be thread-safe. `type` is a declared qualified type, or for a rejected delivery
+// the name of its rejection (seqinbox/outcome.hpp): never text a record chose.
 #include <chrono>
 #include <concepts>
 #include <string_view>

@@ -25,7 +25,8 @@ struct prometheus_options {
     std::vector<double> job_buckets = default_wait_buckets();           ///< seconds a housekeeping job ran
 };
 
-/// Per message type (label `type`, the qualified type): seqinbox_consumed_messages_total,
+/// Per message type (label `type`, the qualified type; for rejected deliveries the rejection's
+/// name, see seqinbox/metrics/concept.hpp): seqinbox_consumed_messages_total,
 /// seqinbox_buffered_messages_total, seqinbox_released_messages_total,
 /// seqinbox_failed_messages_total, seqinbox_duplicate_deliveries_total (counters),
 /// seqinbox_release_wait_seconds and seqinbox_handle_seconds (histograms).

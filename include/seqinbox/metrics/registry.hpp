@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::metrics {
@@ -135,7 +136,7 @@ inline void append_sample(std::string& out, std::string_view name, std::string_v
 class family {
 public:
     family(std::string_view name, std::string_view help, std::vector<std::string> label_names)
-        : name_(name), help_(help), label_names_(std::move(label_names)) {
+        : name_(name), help_(seqinbox::detail::utf8_repaired(help)), label_names_(std::move(label_names)) {
         if (!valid_name(name_, true)) misuse("invalid metric name '" + name_ + "'");
         for (const auto& label : label_names_)
             if (!valid_name(label, false) || label.starts_with("__"))
@@ -196,6 +197,7 @@ protected:
         if (values.size() != label_names_.size())
             misuse("metric '" + name_ + "' takes " + std::to_string(label_names_.size()) + " label values, got " +
                    std::to_string(values.size()));
+        if (!std::ranges::all_of(values, seqinbox::detail::is_utf8)) return update_repaired(values, std::forward<Change>(change));
         std::lock_guard lock(mutex_);
         auto it = series_.find(values);
         if (it == series_.end())
@@ -203,6 +205,16 @@ protected:
                                  series{render_labels(label_names_, values), blank_})
                      .first;
         change(it->second.data);
+    }
+
+    /// A byte that is not UTF-8 would make Prometheus reject the whole scrape: such label values
+    /// count in the series of their repaired form (U+FFFD for each such byte).
+    template <class Change>
+    void update_repaired(std::span<const std::string_view> values, Change&& change) {
+        std::vector<std::string> repaired;
+        for (auto value : values) repaired.push_back(seqinbox::detail::utf8_repaired(value));
+        const std::vector<std::string_view> views(repaired.begin(), repaired.end());
+        update(label_values(std::span(views)), std::forward<Change>(change));
     }
 
     /// Header, then `sample(out, series)` for each series in label order, under the lock.
