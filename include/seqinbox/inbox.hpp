@@ -466,12 +466,10 @@ private:
             return 0;  // removed meanwhile, and its actions with it
         }
         const pending_actions actions = t1.pending_actions(id);
-        std::vector<message_id> on_messages;
-        for (const auto& action : actions.on_messages) on_messages.push_back(action.first);
         if (locked.row.state == instance_state::open) execute(t1, locked, actions);
-        t1.clear_actions(id, on_messages);
+        t1.clear_actions(id, actions);  // only these: a message request made meanwhile runs next time
         t1.commit();
-        return on_messages.size() + (actions.on_instance ? 1 : 0);
+        return actions.on_messages.size() + (actions.on_instance ? 1 : 0);
     }
 
     void execute(transaction& t1, const locked_instance& locked, const pending_actions& actions) {
@@ -483,7 +481,7 @@ private:
             });
             return;
         }
-        if (actions.on_instance == instance_action::close) {
+        if (actions.on_instance && actions.on_instance->action == instance_action::close) {
             close(t1, instance.id, instance.context_id);
             return;
         }
@@ -497,9 +495,9 @@ private:
     }
 
     static std::optional<message_action> action_on(message_id id, const pending_actions& actions) {
-        if (actions.on_instance == instance_action::consume_all) return message_action::consume;
-        for (const auto& [message, action] : actions.on_messages)
-            if (message == id) return action;
+        if (actions.on_instance && actions.on_instance->action == instance_action::consume_all) return message_action::consume;
+        for (const auto& request : actions.on_messages)
+            if (request.message == id) return request.action;
         return std::nullopt;
     }
 

@@ -196,6 +196,18 @@ instance_id instance_id_of(B& b, const std::string& context_id) {
     return instance->id;
 }
 
+/// The requests pending on the messages of `context_id`'s instance: "idempotence-id ACTION".
+template <class B>
+strings pending_message_requests(B& b, const std::string& context_id) {
+    const auto view = b.store.view_instance(order_sequence, context_id);
+    BOOST_TEST_REQUIRE(view.has_value(), context_id);
+    strings pending;
+    for (const auto& request : view->actions.on_messages)
+        for (const auto& row : view->messages)
+            if (row.id == request.message) pending.push_back(row.idempotence_id + " " + std::string(to_string(request.action)));
+    return pending;
+}
+
 /// Buffers OrderValidated v1, OrderPrepared p1 and OrderShipped s1 of o1 (OrderCreated missing).
 template <class Harness>
 void buffer_three(Harness& h) {
@@ -1030,6 +1042,72 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(close_closes_without_replay_and_requests_need_a_li
     BOOST_TEST(h.inbox->run_pending_actions() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(requests_made_after_the_job_read_them_stay_pending_for_the_next_run, Backend, backends) {
+    // A message request does not wait for the instance lock. While the job replays v1 (it read
+    // v1 CONSUME and p1 EXPIRE), the operator asks for v1 again later, changes p1 to CONSUME and
+    // asks for e1: the job clears only the requests it read.
+    Backend b;
+    std::map<std::string, si::message_id> ids;
+    bool requested = false;
+    harness<Backend> h(b, [&](const conf::message&, const auto& ctx) {
+        if (ctx.idempotence_id != "v1" || std::exchange(requested, true)) return;
+        b.clock.advance(std::chrono::seconds(1));
+        BOOST_TEST(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now()));  // newer
+        BOOST_TEST(b.store.request_message_action(ids["p1"], si::message_action::consume, b.clock.now()));  // replaced
+        BOOST_TEST(b.store.request_message_action(ids["e1"], si::message_action::expire, b.clock.now()));   // new
+    });
+    conf::buffer_three(h);
+    expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::buffered);
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderExpedited", "e1"}})
+        ids[id] = conf::message_id_of(b, type, id);
+    BOOST_TEST(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now()));
+    BOOST_TEST(b.store.request_message_action(ids["p1"], si::message_action::expire, b.clock.now()));
+
+    BOOST_TEST(h.inbox->run_pending_actions(10, 1) == 2u);  // one page: what it read
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderShipped/s1 (replayed)"});  // p1 expired as read
+    expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
+    BOOST_TEST(conf::pending_message_requests(b, "o1") == (conf::strings{"v1 CONSUME", "p1 CONSUME", "e1 EXPIRE"}),
+               boost::test_tools::per_element());
+
+    BOOST_TEST(h.inbox->run_pending_actions(10, 1) == 3u);  // e1 expired; v1 and p1 are no longer WAITING
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderShipped/s1 (replayed)"});
+    expect_rows(b, "OrderExpedited", "e1", {"PROCESSED"});
+    BOOST_TEST(h.inbox->run_pending_actions() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(clearing_removes_exactly_the_requests_read, Backend, backends) {
+    // The store's side, read without the instance lock so that the instance's request can be
+    // replaced too: a request replaced after the read (another action or a later time) or new
+    // since stays pending; one read and unchanged is cleared.
+    Backend b;
+    harness<Backend> h(b);
+    conf::buffer_three(h);
+    const auto instance = conf::instance_id_of(b, "o1");
+    auto id = [&](const std::string& idempotence_id) {
+        for (const char* type : {"OrderValidated", "OrderPrepared", "OrderShipped"})
+            if (!b.messages_with_key({type, idempotence_id}).empty()) return conf::message_id_of(b, type, idempotence_id);
+        throw std::logic_error("no message " + idempotence_id);
+    };
+    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));
+    BOOST_TEST(b.store.request_message_action(id("v1"), si::message_action::consume, b.clock.now()));
+    BOOST_TEST(b.store.request_message_action(id("p1"), si::message_action::expire, b.clock.now()));
+
+    auto tx = b.store.begin();
+    const si::pending_actions read = tx.pending_actions(instance);
+    b.clock.advance(std::chrono::seconds(1));
+    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));  // later
+    BOOST_TEST(b.store.request_message_action(id("p1"), si::message_action::consume, b.clock.now()));  // replaced
+    BOOST_TEST(b.store.request_message_action(id("s1"), si::message_action::expire, b.clock.now()));   // new
+    tx.clear_actions(instance, read);
+    tx.commit();
+
+    const auto view = b.store.view_instance(conf::order_sequence, "o1");
+    BOOST_TEST_REQUIRE(view.has_value());
+    BOOST_TEST_REQUIRE(view->actions.on_instance.has_value());
+    BOOST_TEST((view->actions.on_instance->requested_at == b.clock.now()));  // the later CLOSE
+    BOOST_TEST(conf::pending_message_requests(b, "o1") == (conf::strings{"p1 CONSUME", "s1 EXPIRE"}), boost::test_tools::per_element());
+}
+
 // ---- housekeeping ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(housekeeping_removes_closed_instances_with_their_messages_and_claims, Backend, backends) {
@@ -1287,7 +1365,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(read_views_count_list_and_show, Backend, backends)
     BOOST_TEST(rows == (conf::strings{"OrderValidated/v1 WAITING", "OrderPrepared/p1 WAITING", "OrderShipped/s1 WAITING"}),
                boost::test_tools::per_element());
     BOOST_TEST_REQUIRE(view->actions.on_messages.size() == 1u);
-    BOOST_TEST(view->actions.on_messages[0].first == view->messages[0].id);
+    BOOST_TEST(view->actions.on_messages[0].message == view->messages[0].id);
     BOOST_TEST(!b.store.view_instance(conf::order_sequence, "nope").has_value());
 }
 

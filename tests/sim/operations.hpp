@@ -91,10 +91,10 @@ inline actions_by_context pending_actions_of(const memory::store& store, const s
         const auto view = store.view_instance(instance.sequence, instance.context_id);
         if (!view || view->actions.empty()) continue;
         actions_read& actions = read[instance.context_id];
-        actions.on_instance = view->actions.on_instance;
-        for (const auto& [id, action] : view->actions.on_messages)
+        if (view->actions.on_instance) actions.on_instance = view->actions.on_instance->action;
+        for (const auto& request : view->actions.on_messages)
             for (const auto& row : view->messages)
-                if (row.id == id) actions.on_messages.emplace(row.key(), action);
+                if (row.id == request.message) actions.on_messages.emplace(row.key(), request.action);
     }
     return read;
 }

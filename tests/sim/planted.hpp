@@ -25,7 +25,7 @@ public:
         seqinbox::pending_actions pending_actions(instance_id instance) {
             auto actions = memory::store::transaction::pending_actions(instance);
             if constexpr (Defect == planted_defect::expire_replays)
-                for (auto& on_message : actions.on_messages) on_message.second = message_action::consume;
+                for (auto& request : actions.on_messages) request.action = message_action::consume;
             return actions;
         }
     };

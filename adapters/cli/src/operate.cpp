@@ -193,13 +193,13 @@ int show_command(std::span<const std::string_view> args) {
             return int(exit_check_failed);
         }
         auto action_of = [&](message_id id) -> std::string {
-            for (const auto& [message, action] : view->actions.on_messages)
-                if (message == id) return std::string(to_string(action));
+            for (const auto& request : view->actions.on_messages)
+                if (request.message == id) return std::string(to_string(request.action));
             return {};
         };
         if (call->json) {
             std::cout << "{\"instance\": " << instance_json(view->instance) << ", \"pending_action\": "
-                      << (view->actions.on_instance ? json_string(to_string(*view->actions.on_instance)) : std::string("null"))
+                      << (view->actions.on_instance ? json_string(to_string(view->actions.on_instance->action)) : std::string("null"))
                       << ", \"messages\": [";
             for (std::size_t i = 0; i < view->messages.size(); ++i) {
                 const auto& m = view->messages[i];
@@ -213,7 +213,7 @@ int show_command(std::span<const std::string_view> args) {
             return int(exit_ok);
         }
         std::cout << instance_line(view->instance)
-                  << (view->actions.on_instance ? "  pending " + std::string(to_string(*view->actions.on_instance)) : std::string()) << '\n';
+                  << (view->actions.on_instance ? "  pending " + std::string(to_string(view->actions.on_instance->action)) : std::string()) << '\n';
         for (const auto& m : view->messages) {
             const auto action = action_of(m.id);
             std::cout << "  " << m.id << "  " << m.type << "  " << m.idempotence_id << "  " << to_string(m.state) << "  "

@@ -123,16 +123,21 @@ const named_sql& message_state_update_sql() {
     return s;
 }
 
+// Under READ COMMITTED an UPDATE rechecks its WHERE on a row changed since its snapshot: a
+// request replaced after the read no longer matches and stays.
 const named_sql& instance_actions_clear_sql() {
     static const named_sql s = named("instance_actions_clear",
-                                     "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = $1");
+                                     "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = $1"
+                                     " AND pending_action = $2 AND pending_action_requested_at = " + sql_timestamp("$3"));
     return s;
 }
 
 const named_sql& message_actions_clear_sql() {
     static const named_sql s = named("message_actions_clear",
-                                     "UPDATE sequenced_message SET pending_action = NULL, pending_action_requested_at = NULL"
-                                     " WHERE id = ANY (CAST($1 AS bigint[]))");
+                                     "UPDATE sequenced_message m SET pending_action = NULL, pending_action_requested_at = NULL"
+                                     " FROM unnest(CAST($1 AS bigint[]), CAST($2 AS text[]), CAST($3 AS bigint[])) AS r(id, action, at)"
+                                     " WHERE m.id = r.id AND m.pending_action = r.action AND m.pending_action_requested_at = " +
+                                         sql_timestamp("r.at"));
     return s;
 }
 

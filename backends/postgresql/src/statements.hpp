@@ -37,8 +37,11 @@ const named_sql& instance_lock_if_claimed_sql();
 const named_sql& message_types_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
-const named_sql& instance_actions_clear_sql();  ///< id
-const named_sql& message_actions_clear_sql();   ///< ids as an array literal "{1,2}"
+/// Clear requests still as read: instance id, action, requested at.
+const named_sql& instance_actions_clear_sql();
+/// Clear requests still as read: message ids, actions, times requested at, as array literals
+/// "{1,2}", "{CONSUME,EXPIRE}", "{...}".
+const named_sql& message_actions_clear_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

@@ -78,7 +78,7 @@ struct instance_closing {
 };
 struct actions_clearing {
     instance_id instance;
-    std::vector<message_id> messages;
+    pending_actions read;
 };
 using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing, actions_clearing>;
 
@@ -178,11 +178,18 @@ void queue_write(detail::pipeline& batch, const instance_closing& w) {
 }
 
 void queue_write(detail::pipeline& batch, const actions_clearing& w) {
-    batch.statement(detail::instance_actions_clear_sql(), {std::to_string(w.instance)});
-    if (w.messages.empty()) return;
-    std::string ids;
-    for (message_id id : w.messages) ids += (ids.empty() ? "{" : ",") + std::to_string(id);
-    batch.statement(detail::message_actions_clear_sql(), {ids + "}"});
+    if (const auto& request = w.read.on_instance)
+        batch.statement(detail::instance_actions_clear_sql(),
+                        {std::to_string(w.instance), std::string(to_string(request->action)), microseconds_text(request->requested_at)});
+    if (w.read.on_messages.empty()) return;
+    std::string ids, actions, times;
+    for (const auto& request : w.read.on_messages) {
+        const char* separator = ids.empty() ? "{" : ",";
+        ids += separator + std::to_string(request.message);
+        actions += separator + std::string(to_string(request.action));
+        times += separator + microseconds_text(request.requested_at);
+    }
+    batch.statement(detail::message_actions_clear_sql(), {ids + "}", actions + "}", times + "}"});
 }
 
 bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
@@ -614,22 +621,29 @@ pending_actions store::transaction::pending_actions(instance_id instance) {
         // Message ids start at 1: row 0 is the instance's own action.
         long long id = 0;
         std::string action;
-        soci::statement st = (c.session().prepare << "SELECT 0, pending_action FROM sequence_instance WHERE id = :instance"
-                                                     " AND pending_action IS NOT NULL UNION ALL SELECT id, pending_action"
-                                                     " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
-                                                     " AND pending_action IS NOT NULL ORDER BY 1",
-                              soci::into(id), soci::into(action), soci::use(instance), soci::use(instance));
+        long long at = 0;
+        const std::string requested_at = detail::sql_microseconds("pending_action_requested_at");
+        soci::statement st = (c.session().prepare << "SELECT 0, pending_action, " + requested_at +
+                                                         " FROM sequence_instance WHERE id = :instance AND pending_action IS NOT NULL"
+                                                         " UNION ALL SELECT id, pending_action, " +
+                                                         requested_at +
+                                                         " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
+                                                         " AND pending_action IS NOT NULL ORDER BY 1",
+                              soci::into(id), soci::into(action), soci::into(at), soci::use(instance), soci::use(instance));
         seqinbox::pending_actions actions;
         for_each_row(st, [&] {
-            if (id == 0) actions.on_instance = action == "CLOSE" ? instance_action::close : instance_action::consume_all;
-            else actions.on_messages.emplace_back(id, action == "EXPIRE" ? message_action::expire : message_action::consume);
+            if (id == 0)
+                actions.on_instance = {action == "CLOSE" ? instance_action::close : instance_action::consume_all, from_microseconds(at)};
+            else
+                actions.on_messages.push_back(
+                    {id, action == "EXPIRE" ? message_action::expire : message_action::consume, from_microseconds(at)});
         });
         return actions;
     });
 }
 
-void store::transaction::clear_actions(instance_id instance, std::span<const message_id> messages) {
-    checked(impl_).defer(actions_clearing{instance, {messages.begin(), messages.end()}});
+void store::transaction::clear_actions(instance_id instance, const seqinbox::pending_actions& read) {
+    checked(impl_).defer(actions_clearing{instance, read});
 }
 
 store::savepoint_id store::transaction::savepoint() { return checked(impl_).savepoint(); }

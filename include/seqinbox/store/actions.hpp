@@ -4,9 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <optional>
-#include <span>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "seqinbox/store/concept.hpp"
@@ -24,10 +22,27 @@ constexpr std::string_view to_string(instance_action a) noexcept {
     return a == instance_action::consume_all ? "CONSUME_ALL" : "CLOSE";
 }
 
-/// The actions pending on one instance and its messages (messages by id).
+/// A pending request on an instance. Its action and time tell it from a request that replaced
+/// it, so that clearing what a job read spares a request made since.
+struct instance_request {
+    instance_action action;
+    timestamp requested_at;
+
+    bool operator==(const instance_request&) const = default;
+};
+/// A pending request on a message; see instance_request.
+struct message_request {
+    message_id message;
+    message_action action;
+    timestamp requested_at;
+
+    bool operator==(const message_request&) const = default;
+};
+
+/// The requests pending on one instance and its messages (messages by id).
 struct pending_actions {
-    std::optional<instance_action> on_instance;
-    std::vector<std::pair<message_id, message_action>> on_messages;
+    std::optional<instance_request> on_instance;
+    std::vector<message_request> on_messages;
 
     bool empty() const noexcept { return !on_instance && on_messages.empty(); }
 };
@@ -35,7 +50,7 @@ struct pending_actions {
 template <class S>
 concept action_store =
     store<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
-                         std::size_t limit, std::span<const message_id> ids) {
+                         std::size_t limit, const pending_actions& read) {
         /// Writes the action on a WAITING message, committed at once (a later request replaces
         /// an earlier one); false when no WAITING message has that id.
         { s.request_message_action(message, message_action::consume, now) } -> std::same_as<bool>;
@@ -47,8 +62,11 @@ concept action_store =
         { s.instances_with_pending_actions(limit) } -> std::same_as<std::vector<instance_id>>;
         /// The instance's pending actions; read under its lock.
         { tx.pending_actions(instance) } -> std::same_as<pending_actions>;
-        /// Clears the instance's action and those of the messages `ids` (the ones it executed).
-        { tx.clear_actions(instance, ids) } -> std::same_as<void>;
+        /// Clears the requests `read` (what pending_actions returned) that are still pending
+        /// unchanged. A message request does not wait for the instance lock, so one made after
+        /// the read, or replacing a request read (another action or a later time), stays
+        /// pending for the next run.
+        { tx.clear_actions(instance, read) } -> std::same_as<void>;
     };
 
 }  // namespace seqinbox

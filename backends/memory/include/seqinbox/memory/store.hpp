@@ -79,7 +79,7 @@ public:
         wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
         const auto* row = committed_message(id);
         if (row == nullptr || row->state != message_state::waiting) return false;
-        message_actions_.insert_or_assign(id, std::pair{action, now});
+        message_actions_.insert_or_assign(id, message_request{id, action, now});
         return true;
     }
     bool request_instance_action(instance_id id, instance_action action, timestamp now) {
@@ -88,7 +88,7 @@ public:
         wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
         auto it = instances_.find(id);
         if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
-        instance_actions_.insert_or_assign(id, std::pair{action, now});
+        instance_actions_.insert_or_assign(id, instance_request{action, now});
         return true;
     }
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
@@ -98,8 +98,8 @@ public:
             auto [it, fresh] = oldest.try_emplace(id, at);
             if (!fresh && at < it->second) it->second = at;
         };
-        for (const auto& [id, action] : instance_actions_) note(id, action.second);
-        for (const auto& [id, action] : message_actions_) note(committed_message(id)->instance, action.second);
+        for (const auto& [id, request] : instance_actions_) note(id, request.requested_at);
+        for (const auto& [id, request] : message_actions_) note(committed_message(id)->instance, request.requested_at);
         return instances_where_locked(limit, [&](const instance_row& r) { return oldest.contains(r.row.id); },
                                       [&](const instance_row& r) { return oldest.at(r.row.id); });
     }
@@ -505,9 +505,9 @@ private:
     }
     pending_actions actions_of(instance_id instance) const {
         seqinbox::pending_actions actions;
-        if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second.first;
+        if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second;
         for (message_id id : instances_.at(instance).messages)
-            if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.emplace_back(id, it->second.first);
+            if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.push_back(it->second);
         return actions;
     }
     std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const {
@@ -556,8 +556,8 @@ private:
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;
     std::unordered_map<message_id, std::uint64_t> message_locks_;
     std::unordered_map<claim_key, std::uint64_t, detail::claim_key_hash> key_locks_;
-    std::map<message_id, std::pair<message_action, timestamp>> message_actions_;
-    std::map<instance_id, std::pair<instance_action, timestamp>> instance_actions_;
+    std::map<message_id, message_request> message_actions_;
+    std::map<instance_id, instance_request> instance_actions_;
     std::set<std::string> running_jobs_;
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
@@ -737,10 +737,8 @@ public:
         });
     }
 
-    void clear_actions(instance_id instance, std::span<const message_id> messages) {
-        run("action.clear", [&](store&, detail::tx_state& tx, lock_guard&) {
-            tx.writes.cleared_actions.emplace_back(instance, std::vector<message_id>(messages.begin(), messages.end()));
-        });
+    void clear_actions(instance_id instance, const seqinbox::pending_actions& read) {
+        run("action.clear", [&](store&, detail::tx_state& tx, lock_guard&) { tx.writes.cleared_actions.emplace_back(instance, read); });
     }
 
     /// A business key-value table beside the inbox tables, so that tests can show a listener
@@ -857,9 +855,9 @@ inline void store::apply(detail::tx_state& tx) {
         instances_.at(id).closed_at = at;
     }
     for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
-    for (const auto& [instance, messages] : tx.writes.cleared_actions) {
-        instance_actions_.erase(instance);
-        for (message_id id : messages) message_actions_.erase(id);
+    for (const auto& [instance, read] : tx.writes.cleared_actions) {  // a request replaced since stays
+        if (read.on_instance) detail::erase_if_equal(instance_actions_, instance, *read.on_instance);
+        for (const auto& request : read.on_messages) detail::erase_if_equal(message_actions_, request.message, request);
     }
 }
 

@@ -176,7 +176,7 @@ public:
     void close_instance(instance_id instance, timestamp now);
     /// Operator actions: read under the instance lock; cleared with the commit.
     seqinbox::pending_actions pending_actions(instance_id instance);
-    void clear_actions(instance_id instance, std::span<const message_id> messages);
+    void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
     savepoint_id savepoint();
     void rollback_to(savepoint_id point);
     void commit();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seqinbox/memory/detail/task_hook.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::memory::detail {
@@ -97,7 +98,7 @@ struct overlay {
     std::vector<message_record> messages;  // inserted or updated
     std::vector<std::pair<instance_id, timestamp>> closings;  // instances closed, and when
     std::vector<std::pair<std::string, std::string>> kv;
-    std::vector<std::pair<instance_id, std::vector<message_id>>> cleared_actions;  // clear_actions calls
+    std::vector<std::pair<instance_id, pending_actions>> cleared_actions;  // clear_actions calls: what was read
 };
 
 /// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).
@@ -129,6 +130,12 @@ Row* find_in(std::vector<Row>& rows, const Key& key, Project project) {
     for (auto& row : rows)
         if (project(row) == key) return &row;
     return nullptr;
+}
+
+/// Erases the entry of `key` while it still holds `expected` (an UPDATE ... WHERE it is unchanged).
+template <class Map>
+void erase_if_equal(Map& rows, const typename Map::key_type& key, const typename Map::mapped_type& expected) {
+    if (auto it = rows.find(key); it != rows.end() && it->second == expected) rows.erase(it);
 }
 
 }  // namespace seqinbox::memory::detail
