@@ -268,6 +268,8 @@ private:
             if (tasks_[slot] && killed_a_transaction([&] { kill_connections(*tasks_[slot]); })) lost.push_back(slot);
         store_.crash(c.keep);
         counts_["crash_connections_lost"] += lost.size();
+        for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
+            if (row.state != message_state::failed && !store_.has_claim(row.key())) ++counts_["crash_rows_without_claim"];
         for (std::size_t slot : lost) after_connection_lost(slot);
         counts_["at_least_once_windows"] += probe_.crash([this](const claim_key& key) { return processed(key); });
         std::fill(blocked_.begin(), blocked_.end(), false);
