@@ -433,17 +433,21 @@ private:
 
     void heal_locked(transaction& t1, locked_instance& locked, const std::string& context_id,
                      const std::vector<std::string>& sequence_types, delivery_result& result) {
-        const instance_id instance = locked.row.id;
-        if (!locked.waiting.empty()) {
-            detail::release_plan plan(condition_lookup(), locked.processed);
-            detail::twin_rows twins;
-            for (const auto& type : locked.waiting) plan.mark_fetched(type);
-            for (auto& row : t1.waiting_messages(instance, locked.waiting))
-                if (twins.admit(row)) plan.add(std::move(row));
-            run_release(t1, instance, context_id, locked, plan, twins, result);
-        }
+        release_all_waiting(t1, locked, context_id, result);
         if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types))
-            close(t1, instance, context_id);
+            close(t1, locked.row.id, context_id);
+    }
+
+    /// A release pass over every WAITING message of the locked instance, whatever made it ready.
+    void release_all_waiting(transaction& t1, locked_instance& locked, const std::string& context_id, delivery_result& result) {
+        if (locked.waiting.empty()) return;
+        const instance_id instance = locked.row.id;
+        detail::release_plan plan(condition_lookup(), locked.processed);
+        detail::twin_rows twins;
+        for (const auto& type : locked.waiting) plan.mark_fetched(type);
+        for (auto& row : t1.waiting_messages(instance, locked.waiting))
+            if (twins.admit(row)) plan.add(std::move(row));
+        run_release(t1, instance, context_id, locked, plan, twins, result);
     }
 
     // ---- operator actions ----
@@ -548,8 +552,12 @@ private:
                          const std::string& type, delivery_result& result) {
         locked.processed.insert(type);
         if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked, type, result);
-        if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types))
+        if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types)) {
+            // Every condition holds now: a message still WAITING (its release pass died with its
+            // connection after its predecessor's state step committed) must not stay behind.
+            release_all_waiting(t1, locked, d.context_id, result);
             close(t1, instance, d.context_id);
+        }
     }
 
     void release(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,

@@ -24,9 +24,10 @@ namespace seqinbox::sim {
 /// is reported under its own kind, so that this known consequence stays visible but separate.
 class unique_rows_check {
 public:
-    void run(const memory::store& store, const listener_probe& probe, violation_log& log) {
+    /// `stored`: the store's committed messages.
+    void run(const std::vector<message_record>& stored, const listener_probe& probe, violation_log& log) {
         std::map<claim_key, std::size_t> rows;
-        for (const auto& row : store.messages()) {
+        for (const auto& row : stored) {
             const claim_key key = row.key();
             if (++rows[key] != 2 || !reported_.insert(key).second) continue;
             log.add(probe.had_window(key) ? "duplicate_row_after_window" : "duplicate_row",
@@ -35,6 +36,34 @@ public:
     }
 
 private:
+    std::set<claim_key> reported_;
+};
+
+/// No message is stored in an instance of another context (defect 1 of issue 17: after a crash
+/// rolled the instance ids back, a process's cached id named another context's instance). Checked
+/// after every step that ended a transaction and at quiescence; each key is reported once.
+class own_instance_check {
+public:
+    explicit own_instance_check(const workload& w) {
+        for (const auto& m : w.messages) context_of_.emplace(m.key(), m.context);
+    }
+
+    /// `stored`: the store's committed messages.
+    void run(const memory::store& store, const std::vector<message_record>& stored, violation_log& log) {
+        std::map<instance_id, std::string> instance_context;
+        for (const auto& i : store.instances()) instance_context.emplace(i.id, i.context_id);
+        for (const auto& row : stored) {
+            const auto own = context_of_.find(row.key());
+            const auto held = instance_context.find(row.instance);
+            if (own == context_of_.end() || held == instance_context.end() || held->second == own->second) continue;
+            if (reported_.insert(row.key()).second)
+                log.add("foreign_instance", listener_probe::text(row.key()) + " of " + own->second + " is stored in instance " +
+                                                std::to_string(row.instance) + " of " + held->second);
+        }
+    }
+
+private:
+    std::map<claim_key, std::string> context_of_;
     std::set<claim_key> reported_;
 };
 
@@ -150,7 +179,7 @@ struct final_state_inputs {
     const listener_probe& probe;
     const declarations<testing::message>& decls;
     bool strategy_claims;  ///< false for strategies that never write a claim (no live-claim check)
-    bool connection_lost;  ///< a connection died in this run (a release pass may have been cut)
+    bool connection_lost;  ///< a connection died (or the database crashed) in this run: a release pass may have been cut
     const std::set<claim_key>& removed;  ///< keys whose instance housekeeping removed at some point
 };
 
@@ -184,7 +213,7 @@ private:
         if (rows.size() > 1) return;  // reported by unique_rows_check; the state is ambiguous
         check_successes(key, name, rows.front().state);
         switch (rows.front().state) {
-        case message_state::processed: return;
+        case message_state::processed: return check_processed(rows.front(), name);
         case message_state::failed:
             if (!sunk_.contains(key)) log_->add("failed_not_in_sink", name + " is FAILED without an error-sink record");
             return;
@@ -199,6 +228,13 @@ private:
         if (n == 0 && state == message_state::processed && in_.probe.expire_target(key)) return;  // EXPIRE: never replayed
         log_->add(n > expected ? "listener_repeated" : "processed_without_listener",
                   name + " is " + std::string(to_string(state)) + " and its listener succeeded " + std::to_string(n) + " times");
+    }
+
+    /// A crash can keep a state step and lose its claim transaction; the redelivery heals that
+    /// (writes the claim, releases the successors).
+    void check_processed(const message_record& row, const std::string& name) {
+        if (in_.strategy_claims && !in_.store.has_claim(row.key()))
+            log_->add("processed_without_claim", name + " is PROCESSED without a committed claim");
     }
 
     void check_waiting(const message_record& row, const std::string& context, const std::string& name) {

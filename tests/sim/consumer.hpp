@@ -2,7 +2,8 @@
 // One simulated service instance: an inbox object over the shared store with its own source,
 // and the body of its worker task (poll, decide, acknowledge) with the hooks the controller
 // uses to inject a listener failure or a crash before the acknowledgement. An action runner is
-// one too, whose task runs the pending-action job instead.
+// one too, whose task runs the pending-action job instead. It reaches the shared store through
+// its process's handle (process_store.hpp), which consumers of one process share.
 #include <array>
 #include <cstddef>
 #include <exception>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "listener_probe.hpp"
+#include "process_store.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/error.hpp"
@@ -27,7 +29,7 @@
 namespace seqinbox::sim {
 
 template <class Claim, class Store = memory::store>
-using sim_inbox = basic_inbox<Store, memory::source, memory::error_sink, Claim, propagation::not_supported, decode::header_decoder,
+using sim_inbox = basic_inbox<process_store<Store>, memory::source, memory::error_sink, Claim, propagation::not_supported, decode::header_decoder,
                               clocks::manual_clock>;
 
 /// The claim key a record carries (the header decoder's headers).
@@ -52,9 +54,9 @@ struct worker_report {
 template <class Claim, class Store = memory::store>
 class consumer {
 public:
-    consumer(std::size_t index, Store& store, memory::error_sink& sink, const declarations<testing::message>& decls,
+    consumer(std::size_t index, process_store<Store>& process, memory::error_sink& sink, const declarations<testing::message>& decls,
              clocks::manual_clock clock, listener_probe& probe)
-        : index_(index), inbox_(store, source, sink, decls, decode::header_decoder{}, clock), probe_(&probe) {
+        : index_(index), process_(&process), inbox_(process, source, sink, decls, decode::header_decoder{}, clock), probe_(&probe) {
         for (const auto& m : decls.sequences.front().messages)
             inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim, Store>::context& ctx) {
                 listen(ctx.qualified_type, ctx.idempotence_id, ctx.context_id);
@@ -114,8 +116,10 @@ private:
             work();
             return true;
         } catch (const seqinbox::error& e) {
-            if (e.category() == error_category::connection)
+            if (e.category() == error_category::connection) {
                 ++report.connection_errors;
+                process_->connection_lost();  // the process has seen it now
+            }
             else if (e.category() == error_category::retryable)
                 ++report.retryable_errors;
             else
@@ -137,6 +141,7 @@ private:
     }
 
     std::size_t index_;
+    process_store<Store>* process_;
     sim_inbox<Claim, Store> inbox_;
     listener_probe* probe_;
 };

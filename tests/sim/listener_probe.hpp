@@ -125,6 +125,16 @@ public:
         return opened;
     }
 
+    /// The database crashed: every key whose listener succeeded but whose state `is_durable`
+    /// does not report (lost with the unflushed commits, or never stored) is in the window.
+    template <class IsDurable>
+    std::size_t crash(IsDurable is_durable) {
+        std::size_t opened = 0;
+        for (const auto& [key, n] : successes_)
+            if (n > 0 && !is_durable(key)) opened += open_window(key);
+        return opened;
+    }
+
     /// Action runner `runner` read the pending actions of the instance it locked just now.
     void actions_read_by(std::size_t runner, actions_by_context read) {
         for (const auto& [context, actions] : read) {

@@ -19,6 +19,7 @@
 #include "chooser.hpp"
 #include "seqinbox/declare/validate.hpp"
 #include "no_claim.hpp"
+#include "planted.hpp"
 #include "scenario.hpp"
 #include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/claim/insert_first.hpp"
@@ -45,6 +46,7 @@ struct options {
     std::set<std::string> known_issues;  ///< violation kinds counted and listed but not failing
     unsigned jobs = 1;                   ///< seeds run at once, each on its own controller thread
     source::defect planted = source::defect::none;  ///< test-only defect in the source model's code
+    bool planted_instance_cache = false;            ///< test-only defect 1 of issue 17 (process_store.hpp)
 };
 
 constexpr std::string_view usage =
@@ -52,13 +54,19 @@ constexpr std::string_view usage =
     "                    [--seed N [--trace]] [--claim insert_first|check_then_insert|no_claim]\n"
     "                    [--expect-violation] [--max-steps N] [--shrink-replays N]\n"
     "                    [--known-issue KIND]... [--jobs N]\n"
-    "                    [--planted source_seek_to_own_record|source_commit_fetch_position]\n";
+    "                    [--planted source_seek_to_own_record|source_commit_fetch_position|\n"
+    "                               instance_cache_after_crash]\n";
 
 std::uint64_t number(std::string_view flag, const char* text) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(text, &end, 10);
     if (end == text || *end != '\0') throw std::invalid_argument(std::string(flag) + " needs a number, got '" + text + "'");
     return value;
+}
+
+void plant(options& o, std::string_view name) {
+    if (name == "instance_cache_after_crash") o.planted_instance_cache = true;
+    else o.planted = source::defect_named(name);
 }
 
 options parse(int argc, char** argv) {
@@ -80,7 +88,7 @@ options parse(int argc, char** argv) {
         else if (flag == "--max-steps") o.max_steps = number(flag, value());
         else if (flag == "--shrink-replays") o.shrink_replays = number(flag, value());
         else if (flag == "--known-issue") o.known_issues.insert(value());
-        else if (flag == "--planted") o.planted = source::defect_named(value());
+        else if (flag == "--planted") plant(o, value());
         else if (flag == "--jobs") o.jobs = static_cast<unsigned>(std::max<std::uint64_t>(1, number(flag, value())));
         else throw std::invalid_argument("unknown option '" + std::string(flag) + "'");
     }
@@ -108,9 +116,9 @@ std::size_t count_violations(const run_result& result, const options& o, tally& 
 
 /// The seed's run of the engine, then of the source model (its violations and counts added to
 /// the engine's; its trace returned when asked).
-template <class Claim>
+template <class Claim, class Store>
 run_result run_seed(const scenario& s, const options& o, bool trace, std::vector<std::string>* source_trace = nullptr) {
-    simulation<Claim> sim(s, {o.max_steps, trace, {}});
+    simulation<Claim, Store> sim(s, {o.max_steps, trace, {}});
     random_chooser chooser(s);
     run_result result = sim.run(chooser);
     source::run_result source_run = source::run_seed(s.seed, {o.planted, source_trace != nullptr});
@@ -162,7 +170,7 @@ void report_source_failure(std::uint64_t seed, const std::string& kind, const op
 }
 
 /// Shrinks the failing run of `s` and prints the seed, the violation and the short trace.
-template <class Claim>
+template <class Claim, class Store>
 void report_failure(const scenario& s, const run_result& failed, const options& o) {
     const violation& first = first_real(failed, o);
     std::cout << "failing_seed " << s.seed << '\n';
@@ -170,10 +178,10 @@ void report_failure(const scenario& s, const run_result& failed, const options& 
         std::cout << "violation " << v.kind << ": " << v.text << " (after " << (of_source(v) ? "source step " : "step ") << v.step << ")\n";
     if (of_source(first)) return report_source_failure(s.seed, first.kind, o);
     print_declaration(s);
-    shrinker<Claim> shrink(s, first.kind, o.shrink_replays);
+    shrinker<Claim, Store> shrink(s, first.kind, o.shrink_replays);
     const shrunk_run small = shrink.shrink(failed.steps, first.step);
     run_options options{o.max_steps, true, small.dropped};
-    const run_result again = replay<Claim>(s, small.script, options);
+    const run_result again = replay<Claim, Store>(s, small.script, options);
     const auto found = std::ranges::find(again.violations, first.kind, &violation::kind);
     std::cout << "shrunk_steps " << small.script.size() << " (from " << failed.steps.size() << ", " << small.replays << " replays)\n";
     std::cout << "shrunk_dropped_deliveries " << small.dropped.size() << " of " << s.work.deliveries.size() << '\n';
@@ -182,11 +190,11 @@ void report_failure(const scenario& s, const run_result& failed, const options& 
     print_trace(again.trace, found->step);
 }
 
-template <class Claim>
+template <class Claim, class Store>
 int replay_one(const options& o) {
     const scenario s = make_scenario(*o.replay_seed);
     std::vector<std::string> source_trace;
-    const run_result result = run_seed<Claim>(s, o, o.trace, &source_trace);
+    const run_result result = run_seed<Claim, Store>(s, o, o.trace, &source_trace);
     if (o.trace) {
         print_declaration(s);
         print_trace(result.trace, result.trace.size());
@@ -197,7 +205,7 @@ int replay_one(const options& o) {
     const std::size_t real = count_violations(result, o, totals);
     std::cout << "seed " << s.seed << '\n' << "violations " << real << '\n';
     print(totals);
-    if (real > 0) report_failure<Claim>(s, result, o);
+    if (real > 0) report_failure<Claim, Store>(s, result, o);
     return (real == 0) != o.expect_violation ? 0 : 1;
 }
 
@@ -208,29 +216,29 @@ struct seed_outcome {
     bool failing;       ///< a violation that is not a known issue
 };
 
-template <class Claim>
+template <class Claim, class Store>
 seed_outcome run_counted_seed(std::uint64_t seed, const options& o) {
     const scenario s = make_scenario(seed);
-    run_result result = run_seed<Claim>(s, o, false);
+    run_result result = run_seed<Claim, Store>(s, o, false);
     if (result.violations.empty()) result.steps = {};
     const bool failing = std::ranges::any_of(result.violations, [&](const violation& v) { return !o.known_issues.contains(v.kind); });
     return {seed, std::move(result), s.declarations_rejected, failing};
 }
 
-template <class Claim>
+template <class Claim, class Store>
 int run_many(const options& o) {
     using clock = std::chrono::steady_clock;  // only for the budget and the rate, never in a run
     const auto started = clock::now();
     batch_limits limits{o.first_seed, o.seeds, o.jobs, std::nullopt};
     if (o.time_budget_s > 0) limits.deadline = started + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.time_budget_s));
     const auto outcomes = run_batch<seed_outcome>(
-        limits, [&](std::uint64_t seed) { return run_counted_seed<Claim>(seed, o); },
+        limits, [&](std::uint64_t seed) { return run_counted_seed<Claim, Store>(seed, o); },
         [&](const seed_outcome& x) { return o.expect_violation && x.failing; });
     const double seconds = std::chrono::duration<double>(clock::now() - started).count();
 
     tally totals;  // the fault and operation figures are printed even when a run drew none
     for (const char* name : {"faults_listener_throw", "faults_connection_lost", "faults_connection_lost_in_listener",
-                             "faults_crash_before_ack", "resends", "at_least_once_windows", "at_least_once_repeats",
+                             "faults_crash_before_ack", "faults_crash_database", "crash_lost_commits", "crash_connections_lost", "crash_rows_without_claim", "instance_cache_stale_locks", "resends", "at_least_once_windows", "at_least_once_repeats",
                              "requests_CONSUME", "requests_EXPIRE", "requests_CONSUME_ALL", "requests_CLOSE", "requests_refused",
                              "action_runs", "actions_executed", "operator_replays", "housekeeping_runs", "housekeeping_marked",
                              "housekeeping_closed_removed", "housekeeping_expired_removed", "housekeeping_forwarded",
@@ -247,7 +255,7 @@ int run_many(const options& o) {
             if (!x.result.violations.empty() && ++known <= 20) print_failing_seed("known_issue_seed", x.seed, x.result);
             continue;
         }
-        if (++failing == 1) report_failure<Claim>(make_scenario(x.seed), x.result, o);
+        if (++failing == 1) report_failure<Claim, Store>(make_scenario(x.seed), x.result, o);
         else if (failing <= 20) print_failing_seed("failing_seed", x.seed, x.result);
     }
     if (o.expect_violation && failing > 0) std::cout << "seeds_until_violation " << outcomes.size() << '\n';
@@ -264,12 +272,15 @@ int run_many(const options& o) {
     return failing == 0 ? 0 : 1;
 }
 
-template <class Claim>
+template <class Claim, class Store = memory::store>
 int run_program(const options& o) {
-    return o.replay_seed ? replay_one<Claim>(o) : run_many<Claim>(o);
+    return o.replay_seed ? replay_one<Claim, Store>(o) : run_many<Claim, Store>(o);
 }
 
 int dispatch(const options& o) {
+    if (o.claim == "insert_first" && o.planted_instance_cache)
+        return run_program<claim::insert_first, planted_store<planted_defect::instance_cache_after_crash>>(o);
+    if (o.planted_instance_cache) throw std::invalid_argument("--planted instance_cache_after_crash needs --claim insert_first");
     if (o.claim == "insert_first") return run_program<claim::insert_first>(o);
     if (o.claim == "check_then_insert") return run_program<claim::check_then_insert>(o);
     if (o.claim == "no_claim") return run_program<no_claim>(o);

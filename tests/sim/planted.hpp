@@ -13,6 +13,9 @@ namespace seqinbox::sim {
 enum class planted_defect {
     removal_drops_waiting,  ///< housekeeping removal deletes WAITING messages without forwarding them
     expire_replays,         ///< the action job reads EXPIRE as CONSUME: it runs the listener
+    /// Defect 1 of issue 17 put back: the simulated processes' instance caches survive lost
+    /// connections and their locked rows report what the cache believed (process_store.hpp).
+    instance_cache_after_crash,
 };
 
 template <planted_defect Defect>
@@ -39,6 +42,12 @@ public:
         });
     }
 };
+
+/// Whether the processes on `Store` keep the planted instance cache (see process_store).
+template <class Store>
+inline constexpr bool planted_instance_cache = false;
+template <>
+inline constexpr bool planted_instance_cache<planted_store<planted_defect::instance_cache_after_crash>> = true;
 
 static_assert(action_store<planted_store<planted_defect::expire_replays>>);
 static_assert(housekeeping_store<planted_store<planted_defect::removal_drops_waiting>>);

@@ -61,12 +61,16 @@ struct operation_limits {
     std::size_t action_runs = 6;
     std::size_t housekeeping_runs = 4;
     std::size_t time_jumps = 3;
+    std::size_t crashes = 2;
 };
 
 template <class Claim, class Store = memory::store>
 class simulation {
     static constexpr std::size_t action_runners = 2;
     static constexpr std::size_t housekeepers = 2;
+    /// Delivery consumers run two to a process, which share its instance cache; each action
+    /// runner is a process of its own.
+    static constexpr std::size_t consumers_per_process = 2;
     using housekeeper = basic_housekeeper<Store, memory::error_sink, clocks::manual_clock>;
 
 public:
@@ -74,8 +78,10 @@ public:
         : scenario_(s), options_(std::move(options)), probe_(s.decls, log_), arrived_(s.work.deliveries.size()),
           delivered_(s.work.messages.size()), tasks_(s.work.consumers + action_runners + housekeepers + 1),
           blocked_(tasks_.size()) {
-        for (std::size_t c = 0; c < s.work.consumers + action_runners; ++c)
-            consumers_.push_back(std::make_unique<consumer<Claim, Store>>(c, store_, sink_, s.decls, clock_, probe_));
+        for (std::size_t c = 0; c < s.work.consumers + action_runners; ++c) {
+            if (c >= s.work.consumers || c % consumers_per_process == 0) processes_.push_back(std::make_unique<process_store<Store>>(store_));
+            consumers_.push_back(std::make_unique<consumer<Claim, Store>>(c, *processes_.back(), sink_, s.decls, clock_, probe_));
+        }
         for (std::size_t h = 0; h < housekeepers; ++h) housekeepers_.emplace_back(store_, sink_, housekeeping_of(h), clock_);
         probe_.ask_processed([this](const claim_key& key) { return processed(key); });
     }
@@ -117,6 +123,7 @@ public:
     std::size_t operands(kind<lose_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<crash_before_ack>) const { return scenario_.work.consumers; }
+    std::size_t operands(kind<crash_database>) const { return used_.crashes < limits_.crashes ? store_.unflushed_commits() + 1 : 0; }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
     std::size_t operands(kind<request_action>) const { return console_free() ? request_count() : 0; }
     std::size_t operands(kind<run_actions>) const { return action_runners; }
@@ -135,6 +142,11 @@ public:
     }
     bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
+    /// Only while the database holds something a crash can lose: a transaction or an unflushed commit.
+    bool allows(const crash_database& c) const {
+        const std::size_t unflushed = store_.unflushed_commits();
+        return used_.crashes < limits_.crashes && c.keep <= unflushed && (unflushed > 0 || store_.open_transaction_count() > 0);
+    }
     bool allows(const resend& r) const { return r.failure < sink_.size() && !resent_.contains(r.failure) && resent_.size() < 10; }
     bool allows(const request_action& r) const { return console_free() && r.target < request_count(); }
     /// Past its limit, the job still runs while actions are pending (it runs periodically).
@@ -220,15 +232,46 @@ private:
 
     template <class Kill>
     void connection_lost(std::size_t consumer, Kill kill) {
-        const std::size_t open_before = store_.open_transaction_count();
         const bool in_listener = probe_.inside_listener(consumer);
         const std::string where(at(consumer));
-        kill();
-        if (store_.open_transaction_count() == open_before) return;  // it held no transaction
+        if (!killed_a_transaction(kill)) return;
         ++counts_["faults_connection_lost"];
         ++counts_["faults_connection_lost_at_" + where];  // what it held: see the labels in memory/store.hpp
         if (in_listener) ++counts_["faults_connection_lost_in_listener"];
+        after_connection_lost(consumer);
+        std::fill(blocked_.begin(), blocked_.end(), false);
+    }
+
+    template <class Kill>
+    bool killed_a_transaction(Kill kill) {
+        const std::size_t open_before = store_.open_transaction_count();
+        kill();
+        return store_.open_transaction_count() < open_before;
+    }
+
+    /// What the consumer's delivery did that is not durable (judged on the store as it is now)
+    /// may be done again. (Its process clears its instance cache when the task sees the error.)
+    void after_connection_lost(std::size_t consumer) {
         counts_["at_least_once_windows"] += probe_.connection_lost(consumer, [this](const claim_key& key) { return processed(key); });
+    }
+
+    /// The processes whose transactions die see a lost connection; the store then rolls back to
+    /// its durable prefix plus `keep` unflushed commits. Every listener success whose state is
+    /// not durable after that is in the at-least-once window.
+    void apply(const crash_database& c) {
+        ++used_.crashes;
+        ++counts_["faults_crash_database"];
+        const std::size_t unflushed = store_.unflushed_commits();
+        counts_["crash_lost_commits"] += unflushed - c.keep;
+        std::vector<std::size_t> lost;  // consumers (and runners) that held a transaction
+        for (std::size_t slot = 0; slot < consumers_.size(); ++slot)
+            if (tasks_[slot] && killed_a_transaction([&] { kill_connections(*tasks_[slot]); })) lost.push_back(slot);
+        store_.crash(c.keep);
+        counts_["crash_connections_lost"] += lost.size();
+        for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
+            if (row.state != message_state::failed && !store_.has_claim(row.key())) ++counts_["crash_rows_without_claim"];
+        for (std::size_t slot : lost) after_connection_lost(slot);
+        counts_["at_least_once_windows"] += probe_.crash([this](const claim_key& key) { return processed(key); });
         std::fill(blocked_.begin(), blocked_.end(), false);
     }
 
@@ -297,7 +340,9 @@ private:
 
     /// A transaction ended: committed state may have changed and waiting tasks may go on.
     void after_commit_or_rollback() {
-        unique_rows_.run(store_, probe_, log_);
+        const auto rows = store_.messages();
+        unique_rows_.run(rows, probe_, log_);
+        own_instance_.run(store_, rows, log_);
         std::fill(blocked_.begin(), blocked_.end(), false);
     }
 
@@ -365,7 +410,9 @@ private:
             if (log_.empty()) log_.add("no_quiescence", "not quiescent after " + std::to_string(applied_.size()) + " steps");
         } else {
             check_nothing_lost();
-            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, counts_["faults_connection_lost"] > 0, removed_keys_}, log_)
+            own_instance_.run(store_, store_.messages(), log_);
+            const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] > 0;
+            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_}, log_)
                 .run(scenario_.work, delivered_);
         }
         count_outcomes();
@@ -385,6 +432,7 @@ private:
         }
         counts_["operator_replays"] += probe_.operator_replays();
         counts_["instances_removed"] += instances_removed_;
+        for (const auto& p : processes_) counts_["instance_cache_stale_locks"] += p->stale_locks();
         for (const auto& m : scenario_.work.messages)
             if (probe_.successes(m.key()) > 1) ++counts_["at_least_once_repeats"];
     }
@@ -498,15 +546,17 @@ private:
     clocks::manual_clock clock_;
     listener_probe probe_;
     unique_rows_check unique_rows_;
+    own_instance_check own_instance_{scenario_.work};
     sink_index sunk_;
     nothing_lost_check nothing_lost_;
     removal_check removal_;
     std::set<claim_key> removed_keys_;  // keys whose instance housekeeping removed
     std::size_t instances_removed_ = 0;
     operation_limits limits_;
-    operation_limits used_{0, 0, 0, 0};
+    operation_limits used_{0, 0, 0, 0, 0};
     mutable std::optional<std::size_t> request_count_;  // derived state, see forget_derived_state
     mutable std::optional<bool> actions_pending_;
+    std::vector<std::unique_ptr<process_store<Store>>> processes_;  // before the consumers, which use them
     std::vector<std::unique_ptr<consumer<Claim, Store>>> consumers_;  // delivery consumers, then action runners
     std::vector<housekeeper> housekeepers_;
     std::vector<bool> arrived_;    // by planned delivery

@@ -52,6 +52,11 @@ struct lose_claim_connection { static constexpr kind_info info{"lose_claim_conne
 /// redelivers what was not acknowledged.
 struct crash_before_ack { static constexpr kind_info info{"crash_before_ack", 6, scaled_by::faults, "c"}; std::size_t consumer; };
 
+/// The database server crashes and restarts (memory::store::crash): it keeps what was flushed
+/// and the first `keep` of the later unflushed commits; every open transaction dies with a lost
+/// connection. The processes live on, their instance caches with them. At most 2 per run.
+struct crash_database { static constexpr kind_info info{"crash_database", 2, scaled_by::faults, "k"}; std::size_t keep; };
+
 /// An operator re-sends error-sink record number `failure` (through consumer failure % consumers).
 struct resend { static constexpr kind_info info{"resend", 4, scaled_by::nothing, "f"}; std::size_t failure; };
 
@@ -72,8 +77,8 @@ struct housekeep { static constexpr kind_info info{"housekeep", 4, scaled_by::op
 /// removal delay, so that expiry marking and removal have work.
 struct pass_time { static constexpr kind_info info{"pass_time", 2, scaled_by::operations, "s"}; std::size_t span; };
 
-using step = std::variant<advance, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, resend,
-                          request_action, run_actions, housekeep, pass_time>;
+using step = std::variant<advance, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, crash_database,
+                          resend, request_action, run_actions, housekeep, pass_time>;
 
 /// Tag to select a step kind in overloads without an operand.
 template <class Kind>

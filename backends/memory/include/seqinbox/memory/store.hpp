@@ -4,6 +4,13 @@
 // while another open transaction holds the key; instance locks are row locks held to the end of
 // the transaction; deleting an instance cascades. Thread-safe: any number of threads may run
 // transactions at once. Driven tasks (step_driver) park before every operation.
+//
+// Durability is modelled as the PostgreSQL store has it (see crash() under "test support"): the
+// WAL is durable as a prefix. A commit that wrote something waits for its flush, which covers all
+// earlier commits; an instance creation and a state step beside a claim transaction do not wait,
+// and the claim transaction's end flushes them (its commit, or an explicit flush when it wrote
+// nothing or rolled back, unless a statement found its connection lost). A crash keeps what was
+// flushed and any prefix of the later commits.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -55,13 +62,14 @@ public:
                                              timestamp created_at, timestamp retain_until) {
         yield_point("instance.create_or_get");
         std::lock_guard lock(mutex_);
-        auto [it, inserted] = instance_index_[sequence].try_emplace(context_id, next_instance_id_);
-        if (inserted) {
-            instance_row row;
-            row.row = {next_instance_id_++, sequence, context_id, instance_state::open, created_at, retain_until, {}};
-            instances_.emplace(it->second, std::move(row));
-        }
-        return instances_.at(it->second).row;
+        auto& by_context = instance_index_[sequence];
+        if (auto it = by_context.find(context_id); it != by_context.end()) return instances_.at(it->second).row;
+        unflushed_commit();  // a creation does not wait for its WAL flush (synchronous_commit off)
+        const instance_id id = next_instance_id_++;
+        by_context.emplace(context_id, id);
+        instance_row row;
+        row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
+        return instances_.emplace(id, std::move(row)).first->second.row;
     }
 
     /// Remembers nothing outside the store's state: there is nothing to forget.
@@ -69,8 +77,8 @@ public:
 
     /// transaction::store_message in a transaction of its own.
     stored_as store_message(message_record row);
-    /// store_message: what commits here is durable at once.
-    stored_as store_message_beside(transaction&, message_record row) { return store_message(std::move(row)); }
+    /// store_message without waiting for the WAL flush: `claim` owes the flush when it ends.
+    stored_as store_message_beside(transaction& claim, message_record row);
 
     // ---- operator actions (seqinbox::action_store), committed at once like an UPDATE ----
     bool request_message_action(message_id id, message_action action, timestamp now) {
@@ -80,6 +88,7 @@ public:
         const auto* row = committed_message(id);
         if (row == nullptr || row->state != message_state::waiting) return false;
         message_actions_.insert_or_assign(id, message_request{id, action, now});
+        flush_wal();
         return true;
     }
     bool request_instance_action(instance_id id, instance_action action, timestamp now) {
@@ -89,6 +98,7 @@ public:
         auto it = instances_.find(id);
         if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
         instance_actions_.insert_or_assign(id, instance_request{action, now});
+        flush_wal();
         return true;
     }
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
@@ -168,6 +178,7 @@ public:
             row.remove_after = row.retain_until + delay;
             marked.push_back(row);
         }
+        if (!marked.empty()) flush_wal();
         return marked;
     }
 
@@ -315,14 +326,35 @@ public:
         return it->second;
     }
 
+    // ---- test support: the durability model (a server crash) ----
+    /// Commits that did not wait for their WAL flush and that no later flush covered yet.
+    std::size_t unflushed_commits() const {
+        std::lock_guard lock(mutex_);
+        return unflushed_.size();
+    }
+    /// A server crash and restart: the committed state rolls back to what was flushed plus the
+    /// first `keep` of the unflushed commits after it (the WAL writer flushes in the background
+    /// at any moment), id sequences with it; every open transaction dies as with a lost
+    /// connection. What lives in the processes (caches, job locks) is left as it is.
+    void crash(std::size_t keep) {
+        std::lock_guard lock(mutex_);
+        while (!open_.empty()) kill(*open_.front());
+        for (auto& tx : pool_) tx->flush_owed = false;  // a flush now reaches the restarted server only
+        if (keep < unflushed_.size()) restore(std::move(unflushed_[keep]));
+        unflushed_.clear();
+        cv_.notify_all();
+    }
+
 private:
     friend class transaction;
     using lock_guard = std::unique_lock<std::mutex>;
 
-    void ensure_usable(const detail::tx_state& tx) const {
-        if (tx.dead)
+    void ensure_usable(detail::tx_state& tx) {
+        if (tx.dead) {
+            tx.loss_seen = true;
             throw error(error_category::connection,
                         "connection lost: transaction " + std::to_string(tx.id) + " was rolled back", "57P01");
+        }
         if (tx.ended) throw error(error_category::misuse, "transaction " + std::to_string(tx.id) + " already ended");
     }
 
@@ -498,6 +530,42 @@ private:
     }
 
     bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
+
+    // ---- durability (see crash) ----
+    /// The committed tables and id sequences before an unflushed commit: what a crash that loses
+    /// that commit restores. Test states are small, so a copy per unflushed commit will do.
+    struct committed_tables {
+        instance_id next_instance_id;
+        message_id next_message_id;
+        std::unordered_map<instance_id, instance_row> instances;
+        std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index;
+        std::deque<detail::stored_message> messages;
+        std::unordered_multimap<std::size_t, message_id> messages_by_key;
+        std::vector<std::pair<claim_key, detail::claim_row>> claims;
+        std::map<std::string, std::string> kv;
+        std::map<message_id, std::pair<message_action, timestamp>> message_actions;
+        std::map<instance_id, std::pair<instance_action, timestamp>> instance_actions;
+    };
+    /// Called before a commit that does not wait for its flush is applied.
+    void unflushed_commit() { unflushed_.push_back(committed()); }
+    /// A flush: every commit so far is durable.
+    void flush_wal() { unflushed_.clear(); }
+    /// Applies `tx` as a commit does: one that wrote anything waits for its flush unless it skips
+    /// it; one that wrote nothing waits for none, but flushes what it owes its steps beside.
+    void commit_durably(detail::tx_state& tx);
+    /// An ending claim transaction flushes its steps beside, unless a statement found it lost.
+    void settle_flush_owed(detail::tx_state& tx) {
+        if (std::exchange(tx.flush_owed, false) && !tx.loss_seen) flush_wal();
+    }
+    static bool writes_anything(const detail::tx_state& tx) {
+        const auto& w = tx.writes;
+        // A row lock (FOR NO KEY UPDATE) writes WAL too.
+        return !w.messages.empty() || !w.closings.empty() || !w.kv.empty() || !w.cleared_actions.empty() ||
+               !tx.locks.instances.empty() ||
+               std::ranges::any_of(tx.locks.claims, [](const auto* held) { return held->second.pending.has_value() != held->second.committed.has_value(); });
+    }
+    committed_tables committed() const;
+    void restore(committed_tables&& saved);
     /// How much of its retention the instance has used at `now` (1 and more: expired).
     static double used_share(const sequence_instance& i, timestamp now) {
         const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
@@ -562,6 +630,7 @@ private:
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
+    std::vector<committed_tables> unflushed_;  // the state before each commit not flushed yet
 };
 
 /// One transaction on its own "connection". Move-only; rolls back when destroyed unactive.
@@ -762,10 +831,14 @@ public:
 
     /// Makes the writes visible and releases the locks; throws (connection) if it was lost.
     void commit() {
-        run("commit", [&](store& s, detail::tx_state& tx, lock_guard&) {
-            s.apply(tx);
-            s.finish(tx);
-        });
+        if (store_ == nullptr) throw error(error_category::misuse, "use of a moved-from transaction");
+        yield_point("commit");
+        lock_guard lock(store_->mutex_);
+        // A commit whose connection died (unseen yet) still flushes, on another connection.
+        if (!tx_->loss_seen) store_->settle_flush_owed(*tx_);
+        store_->ensure_usable(*tx_);
+        store_->commit_durably(*tx_);
+        store_->finish(*tx_);
     }
 
     /// Discards the writes; a no-op on an ended transaction.
@@ -781,11 +854,13 @@ private:
 
     void end_quietly() noexcept {
         std::lock_guard lock(store_->mutex_);
+        store_->settle_flush_owed(*tx_);
         if (!tx_->ended) store_->finish(*tx_);
     }
     void abandon() noexcept {
         if (store_ == nullptr) return;
         std::lock_guard lock(store_->mutex_);
+        store_->settle_flush_owed(*tx_);
         if (!tx_->ended) store_->finish(*tx_);
         store_->free_.push_back(tx_);
         store_ = nullptr;
@@ -808,6 +883,9 @@ inline store::transaction store::begin() {
     tx->owner = detail::current_task;
     tx->ended = false;
     tx->dead = false;
+    tx->loss_seen = false;
+    tx->skip_flush = false;
+    tx->flush_owed = false;
     open_.push_back(tx);
     return transaction(*this, tx);
 }
@@ -817,6 +895,49 @@ inline stored_as store::store_message(message_record row) {
     const stored_as what = tx.store_message(std::move(row));
     tx.commit();
     return what;
+}
+
+inline stored_as store::store_message_beside(transaction& claim, message_record row) {
+    {
+        std::lock_guard lock(mutex_);
+        claim.tx_->flush_owed = true;  // also when the outcome is unknown: it may have committed
+    }
+    auto tx = begin();
+    tx.tx_->skip_flush = true;
+    const stored_as what = tx.store_message(std::move(row));
+    tx.commit();
+    return what;
+}
+
+inline void store::commit_durably(detail::tx_state& tx) {
+    const bool writes = writes_anything(tx);
+    if (writes && tx.skip_flush) unflushed_commit();
+    apply(tx);
+    if (writes && !tx.skip_flush) flush_wal();  // covers every earlier commit
+    settle_flush_owed(tx);
+}
+
+inline store::committed_tables store::committed() const {
+    committed_tables saved{next_instance_id_, next_message_id_, instances_, instance_index_, messages_, messages_by_key_,
+                           {}, kv_, message_actions_, instance_actions_};
+    for (const auto& [key, slot] : claims_)
+        if (slot.committed) saved.claims.emplace_back(key, *slot.committed);
+    return saved;
+}
+
+/// Every transaction has ended: no lock refers to a claim slot, which are kept (see erase_instance).
+inline void store::restore(committed_tables&& saved) {
+    next_instance_id_ = saved.next_instance_id;
+    next_message_id_ = saved.next_message_id;
+    instances_ = std::move(saved.instances);
+    instance_index_ = std::move(saved.instance_index);
+    messages_ = std::move(saved.messages);
+    messages_by_key_ = std::move(saved.messages_by_key);
+    for (auto& [key, slot] : claims_) slot.committed.reset();
+    for (auto& [key, row] : saved.claims) claims_[key].committed = row;
+    kv_ = std::move(saved.kv);
+    message_actions_ = std::move(saved.message_actions);
+    instance_actions_ = std::move(saved.instance_actions);
 }
 
 inline void store::forget_message_indexes(message_id id, const detail::stored_message& row) {
@@ -873,7 +994,10 @@ inline void store::delete_instance(instance_id id) {
     yield_point("instance.delete");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "instance.delete", [&] { return referenced(id); });
-    if (auto it = instances_.find(id); it != instances_.end()) erase_instance(it);
+    if (auto it = instances_.find(id); it != instances_.end()) {
+        erase_instance(it);
+        flush_wal();
+    }
 }
 
 inline bool store::remove_instance(instance_id id, const forward_waiting& forward) {
@@ -887,6 +1011,7 @@ inline bool store::remove_instance(instance_id id, const forward_waiting& forwar
         if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
     forward(it->second.row, waiting);  // under the store's mutex: no writer can slip in before the delete
     erase_instance(it);
+    flush_wal();
     return true;
 }
 

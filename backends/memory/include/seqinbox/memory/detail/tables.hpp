@@ -35,7 +35,8 @@ struct claim_slot {
     std::optional<claim_row> pending;
 };
 
-/// A committed sequenced message; the payload lives on the heap because most rows have none.
+/// A committed sequenced message; the payload lives on the heap because most rows have none,
+/// shared (never changed in place) so that a crash snapshot copies rows cheaply.
 struct stored_message {
     instance_id instance = 0;
     std::string type;
@@ -43,7 +44,7 @@ struct stored_message {
     message_state state = message_state::waiting;
     timestamp created_at{};
     timestamp state_changed_at{};
-    std::unique_ptr<const envelope> payload;
+    std::shared_ptr<const envelope> payload;
     std::size_t key_hash = 0;
     bool exists = false;  // false: never committed, or removed by a cascade
 
@@ -51,7 +52,7 @@ struct stored_message {
     stored_message(message_record&& row, std::size_t hash)
         : instance(row.instance), type(std::move(row.type)), idempotence_id(std::move(row.idempotence_id)),
           state(row.state), created_at(row.created_at), state_changed_at(row.state_changed_at),
-          payload(row.payload ? std::make_unique<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash),
+          payload(row.payload ? std::make_shared<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash),
           exists(true) {}
 
     bool has_key(const claim_key& key) const { return type == key.type && idempotence_id == key.idempotence_id; }
@@ -120,6 +121,9 @@ struct tx_state {
     const task_state* owner = nullptr;  // the driven task that began it, if any
     bool ended = false;
     bool dead = false;  // its connection was lost
+    bool loss_seen = false;  // a call on it failed because of that: it ends without a flush
+    bool skip_flush = false;  // its commit does not wait for the WAL flush (synchronous_commit off)
+    bool flush_owed = false;  // a step beside it committed unflushed: its end flushes
     overlay writes;
     held_locks locks;
     std::vector<savepoint_state> savepoints;

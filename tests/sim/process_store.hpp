@@ -1,0 +1,121 @@
+#pragma once
+// One simulated process's handle on the shared in-memory store, with what a process keeps across
+// a database crash: an instance cache like the PostgreSQL store's (backends/postgresql/src/
+// instance_cache.hpp). create_or_get_instance answers from it for a (sequence, context) it
+// created or read before; a claim or lock on an instance that no longer exists forgets the entry
+// (as the PostgreSQL store does on SQLSTATE 23503), forget_instance forgets one, and a lost
+// connection of the process clears it. After a crash the id sequences roll back, so an entry may
+// name an id that now belongs to another context's instance: the engine must verify the
+// instance it locked (defect 1 of issue 17).
+//
+// The planted defect `instance_cache_after_crash` (planted.hpp) puts defect 1 back: the cache
+// outlives lost connections, and lock_instance reports the sequence and context the cache
+// believed, as the engine effectively did before it verified the locked row.
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "planted.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/store/actions.hpp"
+#include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/model.hpp"
+
+namespace seqinbox::sim {
+
+template <class Store>
+class process_store {
+    static constexpr bool planted = planted_instance_cache<Store>;
+
+public:
+    class transaction : public Store::transaction {
+    public:
+        transaction(typename Store::transaction&& tx, process_store& owner) : Store::transaction(std::move(tx)), owner_(&owner) {}
+
+        bool insert_claim(const claim_key& key, instance_id instance, timestamp now) {
+            return owner_->forgetting_if_removed(instance, [&] { return Store::transaction::insert_claim(key, instance, now); });
+        }
+
+        sequence_instance lock_instance(instance_id instance) {
+            sequence_instance row = owner_->forgetting_if_removed(instance, [&] { return Store::transaction::lock_instance(instance); });
+            owner_->believed(row);
+            return row;
+        }
+
+    private:
+        process_store* owner_;
+    };
+
+    explicit process_store(Store& shared) : shared_(&shared) {}
+    process_store(const process_store&) = delete;
+    process_store& operator=(const process_store&) = delete;
+
+    transaction begin() { return transaction(shared_->begin(), *this); }
+
+    sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id, timestamp created_at,
+                                             timestamp retain_until) {
+        if (auto known = cache_.find({sequence, context_id}); known != cache_.end()) return answered(known->second);
+        sequence_instance row = shared_->create_or_get_instance(sequence, context_id, created_at, retain_until);
+        forget_instance(row.id);  // an entry of another context with this id is stale (as instance_cache::remember)
+        cache_.insert_or_assign({sequence, context_id}, row);
+        return answered(row);
+    }
+
+    void forget_instance(instance_id id) {
+        std::erase_if(cache_, [&](const auto& entry) { return entry.second.id == id; });
+    }
+
+    /// One of the process's tasks saw its connection die: the cache is cleared, as the PostgreSQL
+    /// store does when a statement finds its connection lost. Another task may have answered
+    /// from the cache in between, and one that held no transaction sees nothing.
+    void connection_lost() {
+        if constexpr (!planted) cache_.clear();
+    }
+
+    /// Locks of an instance whose row was not the (sequence, context) the cache had for its id.
+    std::size_t stale_locks() const noexcept { return stale_locks_; }
+
+    stored_as store_message(message_record row) { return shared_->store_message(std::move(row)); }
+    stored_as store_message_beside(transaction& claim, message_record row) { return shared_->store_message_beside(claim, std::move(row)); }
+
+    bool request_message_action(message_id id, message_action action, timestamp now) { return shared_->request_message_action(id, action, now); }
+    bool request_instance_action(instance_id id, instance_action action, timestamp now) { return shared_->request_instance_action(id, action, now); }
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const { return shared_->instances_with_pending_actions(limit); }
+
+private:
+    template <class Op>
+    auto forgetting_if_removed(instance_id instance, Op op) {
+        try {
+            return op();
+        } catch (const error& e) {
+            if (e.sqlstate() == instance_removed_sqlstate) forget_instance(instance);
+            throw;
+        }
+    }
+
+    const sequence_instance& answered(const sequence_instance& row) {
+        answers_.insert_or_assign(row.id, std::pair{row.sequence, row.context_id});
+        return row;
+    }
+
+    /// Counts a locked row that is not the (sequence, context) the process last answered for its
+    /// id; the planted defect makes the row say what was answered.
+    void believed(sequence_instance& row) {
+        const auto answer = answers_.find(row.id);
+        if (answer == answers_.end() || answer->second == std::pair{row.sequence, row.context_id}) return;
+        ++stale_locks_;
+        if constexpr (planted) std::tie(row.sequence, row.context_id) = answer->second;
+    }
+
+    Store* shared_;
+    std::size_t stale_locks_ = 0;
+    std::map<instance_id, std::pair<std::string, std::string>> answers_;  // by id: the (sequence, context) last answered
+    std::map<std::pair<std::string, std::string>, sequence_instance> cache_;  // by (sequence, context id)
+};
+
+static_assert(action_store<process_store<memory::store>>);
+
+}  // namespace seqinbox::sim
