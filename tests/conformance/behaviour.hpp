@@ -750,6 +750,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_redelivery_heals_what_a_crash_left_of_a_release_
     expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_does_not_close_before_its_ready_waiting_messages_are_released, Backend, backends) {
+    // A release pass died with its connection after its message's state step committed: v2 is
+    // still WAITING although its predecessor is PROCESSED. The last type's delivery closes the
+    // instance, and every condition holds then: v2 is released first.
+    Backend b;
+    for (const char* type_id : {"OrderCreated/c1", "OrderValidated/v1", "OrderPrepared/p1", "OrderExpedited/x1"}) {
+        const std::string text = type_id;
+        const auto slash = text.find('/');
+        b.store.store_message(conf::order_row(b, "o1", text.substr(0, slash), text.substr(slash + 1), si::message_state::processed));
+    }
+    auto stranded = conf::order_row(b, "o1", "OrderValidated", "v2", si::message_state::waiting);
+    stranded.payload = si::testing::record("OrderValidated", "v2", "o1");
+    b.store.store_message(stranded);
+    harness<Backend> h(b);
+
+    conf::expect_releasing(h, "o1", "OrderShipped/s1", 1);
+    expect_calls(h.log, {"OrderShipped/s1", "OrderValidated/v2 (replayed)"});
+    expect_rows(b, "OrderValidated", "v2", {"PROCESSED"});
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+}
+
 // ---- transaction propagation of the listener ----
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(not_supported_listener_gets_no_transaction, Backend, backends) {

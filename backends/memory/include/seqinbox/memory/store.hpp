@@ -543,8 +543,8 @@ private:
         std::unordered_multimap<std::size_t, message_id> messages_by_key;
         std::vector<std::pair<claim_key, detail::claim_row>> claims;
         std::map<std::string, std::string> kv;
-        std::map<message_id, std::pair<message_action, timestamp>> message_actions;
-        std::map<instance_id, std::pair<instance_action, timestamp>> instance_actions;
+        std::map<message_id, message_request> message_actions;
+        std::map<instance_id, instance_request> instance_actions;
     };
     /// Called before a commit that does not wait for its flush is applied.
     void unflushed_commit() { unflushed_.push_back(committed()); }
