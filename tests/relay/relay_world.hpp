@@ -44,6 +44,19 @@ constexpr const char* declarations_yaml = R"(sequences:
             - or: [ { predecessor: OrderPrepared }, { predecessor: OrderExpedited } ]
 )";
 
+inline long long count(const std::string& conninfo, const std::string& sql) {
+    soci::session db(soci::postgresql, conninfo);
+    return test::count(db, sql);
+}
+
+/// Waits until `sql` counts at least `n`.
+inline bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n,
+                           std::chrono::seconds patience = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (count(conninfo, sql) < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return count(conninfo, sql) >= n;
+}
+
 /// A throwaway database on `server`, a mock cluster with the three topics, and the declaration file.
 struct relay_world {
     explicit relay_world(pg_server& server = pg_server::shared())
@@ -82,6 +95,19 @@ struct relay_world {
         const auto deadline = std::chrono::steady_clock::now() + patience;
         while (published() < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         return published() >= n;
+    }
+
+    /// Waits until `group` committed the end of the input topic (up to `patience`), then until
+    /// `logical` messages are PROCESSED (the last releases follow the last commit; up to 20 s).
+    /// Whether the end of the input was committed.
+    bool wait_for_input_decided(const std::string& group, long long logical,
+                                std::chrono::seconds patience = std::chrono::seconds(120)) const {
+        testing::committed_watch input_done(cluster, group, input, input_partitions);
+        const auto deadline = std::chrono::steady_clock::now() + patience;
+        while (!input_done.reached() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        wait_for_count(conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'", logical, std::chrono::seconds(20));
+        return input_done.reached();
     }
 
     /// Makes the database refuse every connection and ends the open ones, or lets them in again.
@@ -133,19 +159,6 @@ inline void expect_in_declared_order(const std::vector<envelope>& records, const
         if (const auto violation = testing::order_violation(decls, order[context]); !violation.empty())
             if (out_of_order++ == 0) BOOST_TEST_MESSAGE(context << ": " << violation);
     BOOST_TEST(out_of_order == 0u);
-}
-
-inline long long count(const std::string& conninfo, const std::string& sql) {
-    soci::session db(soci::postgresql, conninfo);
-    return test::count(db, sql);
-}
-
-/// Waits until `sql` counts at least `n`.
-inline bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n,
-                           std::chrono::seconds patience = std::chrono::seconds(60)) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    while (count(conninfo, sql) < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return count(conninfo, sql) >= n;
 }
 
 }  // namespace seqinbox::test

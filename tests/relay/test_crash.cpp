@@ -295,12 +295,8 @@ BOOST_AUTO_TEST_CASE(five_database_crashes_and_two_relay_kills_lose_nothing_keep
         }
     }
 
-    si::testing::committed_watch input_done(world.cluster, group, input, input_partitions);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!input_done.reached() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    BOOST_TEST(input_done.reached(), "the relay committed the end of its input within 120 s\n" << relay.log_tail());
+    BOOST_TEST(world.wait_for_input_decided(group, logical), "the relay committed the end of its input within 120 s\n" << relay.log_tail());
     const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
-    wait_for_count(world.conninfo, processed, logical, std::chrono::seconds(20));  // the last releases follow the last commit
     BOOST_TEST(relay.current().stop(SIGTERM) == 0, relay.log_tail());
 
     const auto records = world.cluster.read_all(output, output_partitions, static_cast<std::size_t>(world.published()));

@@ -160,12 +160,8 @@ BOOST_AUTO_TEST_CASE(a_database_outage_under_four_consumer_threads_loses_nothing
     }
     BOOST_TEST_MESSAGE("published when the last outage began: " << world.published() << " of " << logical);
 
-    si::testing::committed_watch input_done(world.cluster, group, input, input_partitions);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!input_done.reached() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    BOOST_TEST_REQUIRE(input_done.reached(), "the relay committed the end of its input within 120 s\n" << relay.log());
+    BOOST_TEST_REQUIRE(world.wait_for_input_decided(group, logical), "the relay committed the end of its input within 120 s\n" << relay.log());
     const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
-    wait_for_count(world.conninfo, processed, logical, std::chrono::seconds(20));  // the last releases after the last commit
     const auto waiting = count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'");
     BOOST_TEST(waiting == 0, waiting << " messages WAITING for predecessors that never came again");
     BOOST_TEST(count(world.conninfo, processed) == logical);
