@@ -3,13 +3,13 @@
 // with duplicates; mid-stream, PostgreSQL is crashed (`pg_ctl stop -m immediate`, restarted after
 // a short random pause) five times and the relay SIGKILLed twice (a new process on the same group
 // takes over), in a random order. Afterwards no logical message is missing, each context's output
-// is in declared order, the repeats after each crash come from at most one delivery per consumer
-// thread (its message and those its release pass replayed: one context), and the database
+// is in declared order, the repeats come from at most one delivery per consumer thread per crash
+// (its message and those its release pass replayed: one context), and the database
 // holds no PROCESSED message without its claim, no WAITING message whose release condition is
 // met, and no message or claim in an instance of another context.
 // SEQINBOX_CRASH_SEED=N repeats a run's workload and crash plan (timing still varies); a failing
-// run (any run with SEQINBOX_CRASH_KEEP set) keeps its relay logs, server log, rows and repeats in
-// a directory it names.
+// run (any run with SEQINBOX_CRASH_KEEP set) keeps its relay logs, server log, rows, input records
+// and repeats in a directory it names.
 #define BOOST_TEST_MODULE seqinbox relay crash
 #include <boost/test/results_collector.hpp>
 #include <boost/test/unit_test.hpp>
@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -137,16 +138,22 @@ std::vector<crash_repeats> repeats_after_each_crash(const std::vector<si::envelo
 }
 
 /// At most one delivery per consumer thread is undecided when a crash comes, and its repeats
-/// are its own message and those its release pass replayed, all of its context: the repeats
-/// after each crash belong to at most `consumer_threads` contexts, and none come before the first.
+/// are its own message and those its release pass replayed, all of one context. A delivery
+/// given back at a database crash may come again only after the next crash (the relay retries
+/// after a pause; a killed relay's successor starts from the committed offset), so the bound is
+/// checked over the whole run: the contexts repeated after each crash, summed, are at most
+/// `consumer_threads` per crash; and nothing repeats before the first crash.
 void expect_repeats_within_one_delivery_per_thread_per_crash(const std::vector<crash_repeats>& repeats) {
     std::string summary;
-    for (const auto& after : repeats) summary += " " + std::to_string(after.records) + "/" + std::to_string(after.contexts.size());
+    std::size_t deliveries = 0;
+    for (const auto& after : repeats) {
+        summary += " " + std::to_string(after.records) + "/" + std::to_string(after.contexts.size());
+        deliveries += after.contexts.size();
+    }
     BOOST_TEST_MESSAGE("repeated records/contexts before the first crash, then after each:" << summary);
     BOOST_TEST(repeats.front().records == 0u, "a repeat before any crash");
-    for (std::size_t crash = 1; crash < repeats.size(); ++crash)
-        BOOST_TEST(repeats[crash].contexts.size() <= static_cast<std::size_t>(consumer_threads),
-                   "crash " << crash << " repeated messages of " << repeats[crash].contexts.size() << " contexts");
+    BOOST_TEST(deliveries <= static_cast<std::size_t>(consumer_threads * crashes),
+               "repeats of " << deliveries << " deliveries after " << crashes << " crashes with " << consumer_threads << " threads");
 }
 
 // The database check. Each finding is one line naming the rows.
@@ -221,6 +228,11 @@ std::filesystem::path keep_evidence(const relay_world& world, const pg_server& s
     std::filesystem::copy(world.dir, kept, std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing, ignored);
     std::filesystem::copy_file(server.directory() / "server.log", kept / "server.log",
                                std::filesystem::copy_options::overwrite_existing, ignored);
+    const auto ends = world.cluster.end_offsets(input, input_partitions);
+    std::ofstream inputs(kept / "input.txt");
+    for (const auto& r : world.cluster.read_all(input, input_partitions, static_cast<std::size_t>(std::accumulate(ends.begin(), ends.end(), 0LL))))
+        inputs << input << '/' << r.partition << '@' << r.offset << ' ' << r.find_header("idempotence-id").value_or("") << '\n';
+    inputs.close();
     soci::session db(soci::postgresql, world.conninfo);
     std::ofstream rows(kept / "rows.txt");
     for (const auto& line :
