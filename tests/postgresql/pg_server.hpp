@@ -2,8 +2,9 @@
 // A throwaway PostgreSQL 15 server for tests: initdb into a fresh directory under the system
 // temp dir (owned by the `postgres` user when the tests run as root, since initdb refuses root),
 // listening on 127.0.0.1 at a free port with its unix socket inside that directory. Tests run it
-// without durable commits (fsync, synchronous_commit and full_page_writes off); benchmarks may
-// ask for PostgreSQL's defaults, where a commit waits for its WAL to reach the disk.
+// without durable commits (fsync, synchronous_commit and full_page_writes off); benchmarks and
+// crash tests may ask for PostgreSQL's defaults, where a commit waits for its WAL to reach the
+// disk. stop() crashes the server (immediate shutdown); start() brings it back on the same port.
 // The destructor stops the server and removes the directory.
 //
 // A test process that is interrupted (Ctrl-C) or killed cannot run its destructor. A watchdog
@@ -44,7 +45,7 @@ class pg_server {
 public:
     enum class commits { not_durable, durable };
 
-    explicit pg_server(commits durability = commits::not_durable) {
+    explicit pg_server(commits durability = commits::not_durable) : durability_(durability) {
         remove_stale_servers();
         dir_ = make_directory();
         try {
@@ -53,14 +54,7 @@ public:
             // A free port can be taken between probing and listening: try a few.
             for (int attempt = 1;; ++attempt) {
                 port_ = free_port();
-                const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " +
-                                            quote(dir_.string()) + " -c max_connections=200" +
-                                            (durability == commits::durable
-                                                 ? ""
-                                                 : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
-                const bool started = try_run(bin("pg_ctl") + " start -w -t 60 -D " + quote(data_dir()) + " -l " +
-                                             quote((dir_ / "server.log").string()) + " -o " + quote(options));
-                if (started) break;
+                if (try_start()) break;
                 if (attempt == 3) throw std::runtime_error("pg_server: pg_ctl start failed:\n" + read_log());
             }
             start_watchdog();
@@ -117,7 +111,14 @@ public:
     }
 
     /// Stops the server (e.g. to test a database that is down); the destructor still cleans up.
+    /// The stop is immediate, as a crash: the server does no checkpoint, and start() recovers.
     void stop() { try_run(bin("pg_ctl") + " stop -m immediate -w -D " + quote(data_dir())); }
+
+    /// Starts the server again after stop(), on the same data directory and port, once it has
+    /// recovered from its WAL and accepts connections.
+    void start() {
+        if (!try_start()) throw std::runtime_error("pg_server: pg_ctl start after a stop failed:\n" + read_log());
+    }
 
 private:
     static std::string bin(const std::string& program) {
@@ -158,6 +159,16 @@ private:
     }
 
     std::string data_dir() const { return (dir_ / "data").string(); }
+
+    bool try_start() const {
+        const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " + quote(dir_.string()) +
+                                    " -c max_connections=200" +
+                                    (durability_ == commits::durable
+                                         ? ""
+                                         : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
+        return try_run(bin("pg_ctl") + " start -w -t 60 -D " + quote(data_dir()) + " -l " +
+                       quote((dir_ / "server.log").string()) + " -o " + quote(options));
+    }
 
     static std::filesystem::path temp_root() { return std::filesystem::temp_directory_path(); }
 
@@ -253,6 +264,7 @@ private:
         dir_.clear();
     }
 
+    commits durability_;
     std::filesystem::path dir_;
     int port_ = 0;
     pid_t watchdog_ = -1;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -119,4 +120,36 @@ BOOST_AUTO_TEST_CASE(server_of_a_killed_test_process_is_cleaned_up) {
     pg_server next;  // cleans up before starting its own server
     BOOST_TEST(!std::filesystem::exists(owner.dir));
     BOOST_TEST(!pg_server::alive(owner.postmaster));
+}
+
+BOOST_AUTO_TEST_CASE(a_durable_server_keeps_its_commits_across_a_crash_and_comes_back_on_its_port) {
+    pg_server server(pg_server::commits::durable);
+    const auto conninfo = server.create_database();
+    const auto setting = [&](const std::string& name) {
+        soci::session s(soci::postgresql, conninfo);
+        std::string value;
+        s << "SHOW " + name, soci::into(value);
+        return value;
+    };
+    BOOST_TEST(setting("fsync") == "on");
+    BOOST_TEST(setting("synchronous_commit") == "on");
+    {
+        soci::session s(soci::postgresql, conninfo);
+        s << "CREATE TABLE kept (n integer)";
+        s << "INSERT INTO kept VALUES (1)";
+    }
+    const auto port = server.port();
+    const pid_t crashed = postmaster_pid(server.directory());
+    server.stop();
+    BOOST_TEST(!pg_server::alive(crashed));
+    BOOST_CHECK_THROW(soci::session(soci::postgresql, conninfo), soci::soci_error);
+
+    server.start();
+    BOOST_TEST(server.port() == port);
+    BOOST_TEST(postmaster_pid(server.directory()) != crashed);
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM kept") == 1);
+    std::ifstream log(server.directory() / "server.log");
+    const std::string text(std::istreambuf_iterator<char>(log), {});
+    BOOST_TEST(text.find("automatic recovery in progress") != std::string::npos, "the start recovered from a crash:\n" << text);
 }

@@ -23,6 +23,7 @@
 #include "postgresql/cli_runner.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "relay/relay_process.hpp"
+#include "relay/relay_world.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
@@ -34,125 +35,9 @@
 
 namespace si = seqinbox;
 namespace pg = seqinbox::postgresql;
-using si::test::relay_process;
+using namespace seqinbox::test;
 
 namespace {
-
-const std::string input = "orders";
-const std::string output = "orders-out";
-const std::string dead_letters = "orders-dlq";
-constexpr int input_partitions = 4;
-constexpr int output_partitions = 3;
-
-constexpr const char* declarations_yaml = R"(sequences:
-  - name: OrderSequence
-    retentionPeriod: 24h
-    messages:
-      - { type: OrderCreated, contextIdExtractor: key }
-      - { type: OrderValidated, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - { type: OrderPrepared, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - { type: OrderExpedited, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - type: OrderShipped
-        contextIdExtractor: key
-        releaseCondition:
-          and:
-            - predecessor: OrderValidated
-            - or: [ { predecessor: OrderPrepared }, { predecessor: OrderExpedited } ]
-)";
-
-/// A throwaway database, a mock cluster with the three topics, and the declaration file.
-struct relay_world {
-    relay_world() : conninfo(si::test::pg_server::shared().create_database()), dir(scratch_dir()) {
-        pg::migrate(conninfo);
-        cluster.create_topic(input, input_partitions);
-        cluster.create_topic(output, output_partitions);
-        cluster.create_topic(dead_letters, 1);
-        std::ofstream(dir / "orders.yaml") << declarations_yaml;
-    }
-    ~relay_world() { std::filesystem::remove_all(dir); }
-
-    static std::filesystem::path scratch_dir() {
-        auto path = std::filesystem::temp_directory_path() / ("seqinbox-relay-test-" + std::to_string(::getpid()) + "-" +
-                                                              std::to_string(next_dir++));
-        std::filesystem::create_directories(path);
-        return path;
-    }
-
-    std::vector<std::string> arguments(const std::string& group = "relay-test", int threads = 2) const {
-        return {"--declarations", (dir / "orders.yaml").string(), "--postgres", conninfo, "--bootstrap-servers", cluster.bootstraps(),
-                "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
-                "--group-id", group, "--threads", std::to_string(threads), "--http-port", "0", "--actions-every", "200ms",
-                "--housekeeping-every", "1s", "--removal-delay", "1h", "--consumer-property", "session.timeout.ms=6000",
-                "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
-                "--producer-property", "log_level=0"};
-    }
-
-    long long published() const {
-        const auto ends = cluster.end_offsets(output, output_partitions);
-        return std::accumulate(ends.begin(), ends.end(), 0LL);
-    }
-
-    /// Waits until at least `n` records are on the output topic.
-    bool wait_for_output(long long n, std::chrono::seconds patience = std::chrono::seconds(90)) const {
-        const auto deadline = std::chrono::steady_clock::now() + patience;
-        while (published() < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        return published() >= n;
-    }
-
-    /// Makes the database refuse every connection and ends the open ones, or lets them in again.
-    void refuse_connections(bool refuse) const {
-        soci::session admin(soci::postgresql, si::test::pg_server::shared().conninfo());
-        admin << "ALTER DATABASE " + database_name() + " ALLOW_CONNECTIONS " + (refuse ? "false" : "true");
-        if (refuse) terminate_connections();
-    }
-
-    /// Ends every open connection to the database (the relay reconnects); how many were ended.
-    long long terminate_connections() const {
-        soci::session admin(soci::postgresql, si::test::pg_server::shared().conninfo());
-        return si::test::count(admin, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
-                                          database_name() + "'");
-    }
-
-    std::string database_name() const {
-        const auto from = conninfo.find("dbname=") + 7;
-        return conninfo.substr(from, conninfo.find(' ', from) - from);
-    }
-
-    static inline int next_dir = 0;
-    std::string conninfo;
-    si::testing::mock_cluster cluster;
-    std::filesystem::path dir;
-};
-
-/// The output records: every logical message, repeated at most `allowed_repeats` times in all,
-/// each context in declared order, with the original key, value and headers.
-void expect_in_declared_order(const std::vector<si::envelope>& records, const si::testing::order_workload& work,
-                              std::size_t allowed_repeats = 0) {
-    std::map<std::pair<std::string, std::string>, int> copies;
-    std::map<std::string, std::vector<std::string>> order;  // context -> types in output order
-    for (const auto& r : records) {
-        const std::string type(r.find_header("message-type").value_or(""));
-        const std::string id(r.find_header("idempotence-id").value_or(""));
-        ++copies[{type, id}];
-        order[r.key.value_or("")].push_back(type);
-        BOOST_TEST(r.value == type + ":" + id, "value kept");
-        BOOST_TEST(id == type + "@" + r.key.value_or(""), "key kept");
-    }
-    BOOST_TEST(copies.size() == work.logical);
-    BOOST_TEST_MESSAGE(records.size() << " output records, " << records.size() - copies.size() << " repeated");
-    BOOST_TEST(records.size() - copies.size() <= allowed_repeats, records.size() - copies.size() << " repeated records");
-    const auto decls = si::testing::order_declarations();
-    std::size_t out_of_order = 0;
-    for (const auto& context : work.contexts)
-        if (const auto violation = si::testing::order_violation(decls, order[context]); !violation.empty())
-            if (out_of_order++ == 0) BOOST_TEST_MESSAGE(context << ": " << violation);
-    BOOST_TEST(out_of_order == 0u);
-}
-
-long long count(const std::string& conninfo, const std::string& sql) {
-    soci::session db(soci::postgresql, conninfo);
-    return si::test::count(db, sql);
-}
 
 /// Stores `type` WAITING for its predecessors in an instance of `context` created two days ago,
 /// so past its 24 h retention.
@@ -166,14 +51,6 @@ void buffer_in_expired_instance(const std::string& conninfo, const std::string& 
         inbox(store, source, sink, si::testing::order_declarations(), {}, clock);
     for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
     BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record(type, id, context)).outcome) == "buffered");
-}
-
-/// Waits until `sql` counts at least `n`.
-bool wait_for_count(const std::string& conninfo, const std::string& sql, long long n,
-                    std::chrono::seconds patience = std::chrono::seconds(60)) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    while (count(conninfo, sql) < n && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return count(conninfo, sql) >= n;
 }
 
 }  // namespace
@@ -283,12 +160,8 @@ BOOST_AUTO_TEST_CASE(a_database_outage_under_four_consumer_threads_loses_nothing
     }
     BOOST_TEST_MESSAGE("published when the last outage began: " << world.published() << " of " << logical);
 
-    si::testing::committed_watch input_done(world.cluster, group, input, input_partitions);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!input_done.reached() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    BOOST_TEST_REQUIRE(input_done.reached(), "the relay committed the end of its input within 120 s\n" << relay.log());
+    BOOST_TEST_REQUIRE(world.wait_for_input_decided(group, logical), "the relay committed the end of its input within 120 s\n" << relay.log());
     const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
-    wait_for_count(world.conninfo, processed, logical, std::chrono::seconds(20));  // the last releases after the last commit
     const auto waiting = count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'");
     BOOST_TEST(waiting == 0, waiting << " messages WAITING for predecessors that never came again");
     BOOST_TEST(count(world.conninfo, processed) == logical);
