@@ -12,6 +12,7 @@
 #include <future>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "relay/http_client.hpp"
 #include "seqinbox/relay/http_endpoint.hpp"
@@ -111,4 +112,40 @@ BOOST_AUTO_TEST_CASE(a_slow_handler_of_one_path_does_not_hold_another) {
 
     const auto probe = si::test::http_get(endpoint.port(), "/healthz", probe_patience);
     BOOST_TEST(probe.status == 200, "no answer within " << probe_patience.count() << " s while a scrape was in progress");
+}
+
+// Review of issue 17 (defect 7): the endpoint's four serving threads are shared by every path and
+// every client, so the probe is held by what holds all four.
+
+BOOST_AUTO_TEST_CASE(four_slow_scrapes_do_not_hold_healthz) {
+    std::promise<void> release;
+    const std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> scraping{0};
+    si::relay::http_endpoint endpoint(0, {{"/healthz", ok},
+                                          {"/metrics", [&] {
+                                               ++scraping;
+                                               released.wait();
+                                               return ok();
+                                           }}});
+    std::vector<std::future<si::test::http_reply>> scrapes;
+    const release_on_exit guard{release};  // before the scrapes' futures wait for their end
+    for (int i = 0; i < 4; ++i)
+        scrapes.push_back(std::async(std::launch::async, [&] { return si::test::http_get(endpoint.port(), "/metrics"); }));
+    BOOST_TEST_REQUIRE(slow_client::await([&] { return scraping.load() >= 1; }, 10s));
+    std::this_thread::sleep_for(500ms);  // the other three scrapes are accepted and wait for the first
+
+    const auto probe = si::test::http_get(endpoint.port(), "/healthz", 10s);
+    BOOST_TEST(probe.status == 200, "no answer within 10 s while four scrapes of a slow /metrics were in progress");
+}
+
+BOOST_AUTO_TEST_CASE(a_client_with_twelve_silent_connections_does_not_hold_healthz) {
+    si::relay::http_endpoint endpoint(0, {{"/healthz", ok}});
+    std::vector<int> silent;
+    for (int i = 0; i < 12; ++i) silent.push_back(si::test::connect_loopback(endpoint.port()));
+    std::this_thread::sleep_for(200ms);
+
+    const auto probe = si::test::http_get(endpoint.port(), "/healthz", 10s);
+    for (int fd : silent)
+        if (fd >= 0) ::close(fd);
+    BOOST_TEST(probe.status == 200, "no answer within 10 s while one client kept twelve connections open without a request");
 }

@@ -189,7 +189,10 @@ void http_endpoint::answer(int client, const std::stop_token& stop) {
 }
 
 http_response http_endpoint::called(route& r) {
-    const std::scoped_lock one_at_a_time(r.calling);
+    // A thread waiting here would hold one of the few serving threads: a second call of a busy
+    // path is answered at once instead, so slow scrapes cannot take every thread from /healthz.
+    const std::unique_lock one_at_a_time(r.calling, std::try_to_lock);
+    if (!one_at_a_time) return text(503, "a call of this path is in progress; try again\n");
     try {
         return r.handler();
     } catch (const std::exception& e) {
