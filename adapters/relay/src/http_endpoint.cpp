@@ -25,7 +25,8 @@ using steady = std::chrono::steady_clock;
 
 constexpr std::size_t max_request_head = 8192;
 constexpr int stop_check_ms = 100;
-constexpr std::size_t serving_threads = 4;  // a probe gets through while others are slow
+constexpr std::size_t serving_threads = 4;        // handlers: a probe gets through while a scrape is slow
+constexpr std::size_t max_reading = 64;           // connections whose request head is still coming
 constexpr auto patience = std::chrono::seconds(5);  // for the request head, then for the answer
 
 /// Closes a socket when the scope ends.
@@ -97,21 +98,6 @@ bool await_ready(int client, short events, steady::time_point deadline, const st
 
 bool interrupted(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR); }
 
-/// The request head (up to the blank line) or what arrived before the client stopped sending;
-/// nullopt when the deadline passed first.
-std::optional<std::string> read_head(int client, steady::time_point deadline, const std::stop_token& stop) {
-    std::string head;
-    char buffer[1024];
-    while (head.size() < max_request_head && head.find("\r\n\r\n") == std::string::npos) {
-        if (!await_ready(client, POLLIN, deadline, stop)) return std::nullopt;
-        const auto n = ::recv(client, buffer, sizeof buffer, 0);
-        if (interrupted(n)) continue;
-        if (n <= 0) break;
-        head.append(buffer, static_cast<std::size_t>(n));
-    }
-    return head;
-}
-
 /// Sends `data` unless the client leaves or does not take it within `patience`.
 void write_all(int client, std::string_view data, const std::stop_token& stop) {
     const auto deadline = steady::now() + patience;
@@ -135,12 +121,33 @@ http_response text(int status, std::string body) { return {status, "text/plain; 
 
 }  // namespace
 
+/// A connection whose request head is still arriving, all read by one thread with poll.
+struct http_endpoint::reading {
+    int fd;
+    std::string head;
+    steady::time_point deadline;
+
+    /// Reads what arrived; true once the head is complete or the client stopped sending.
+    bool read_some() {
+        char buffer[1024];
+        for (;;) {
+            const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (interrupted(n)) return false;  // nothing more for now
+            if (n <= 0) return true;
+            head.append(buffer, static_cast<std::size_t>(n));
+            if (head.size() >= max_request_head || head.find("\r\n\r\n") != std::string::npos) return true;
+        }
+    }
+};
+
 http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_handler> routes)
     : listener_(listen_on_loopback(port)), port_(bound_port(listener_)) {
     socket_guard until_serving(listener_);  // no destructor runs for a half-built object
     for (auto& [path, handler] : routes) routes_[path].handler = std::move(handler);
     try {
         for (std::size_t i = 0; i < serving_threads; ++i) threads_.emplace_back([this](const std::stop_token& stop) { serve(stop); });
+        threads_.emplace_back([this](const std::stop_token& stop) { read_requests(stop); });
     } catch (...) {
         stop_serving();  // before the listener closes under the started threads
         throw;
@@ -151,25 +158,70 @@ http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_hand
 http_endpoint::~http_endpoint() {
     stop_serving();
     ::close(listener_);
+    for (const auto& request : ready_) ::close(request.first);
 }
 
 void http_endpoint::stop_serving() noexcept {
     for (auto& thread : threads_) thread.request_stop();
+    ready_changed_.notify_all();
     threads_.clear();  // joins
+}
+
+// One thread reads every request head, each connection against its own deadline: a client that
+// dribbles or stays silent costs a slot in a poll set, not a serving thread.
+void http_endpoint::read_requests(const std::stop_token& stop) {
+    std::vector<reading> open;
+    while (!stop.stop_requested()) {
+        std::vector<pollfd> ready{{listener_, POLLIN, 0}};
+        for (const auto& r : open) ready.push_back({r.fd, POLLIN, 0});
+        if (::poll(ready.data(), ready.size(), stop_check_ms) < 0) continue;  // EINTR
+        const auto now = steady::now();
+        std::vector<reading> still_open;
+        for (std::size_t i = 0; i < open.size(); ++i) {
+            auto& r = open[i];
+            const bool complete = ready[i + 1].revents != 0 && r.read_some();
+            if (complete || now >= r.deadline) hand_over(std::move(r), !complete);
+            else still_open.push_back(std::move(r));
+        }
+        open = std::move(still_open);
+        if ((ready[0].revents & POLLIN) != 0) accept_new(open, now);
+    }
+    for (const auto& r : open) ::close(r.fd);
+}
+
+void http_endpoint::accept_new(std::vector<reading>& open, steady::time_point now) {
+    for (;;) {
+        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return;
+        if (open.size() == max_reading) {  // the oldest is the likeliest to be stuck: it makes room
+            ::close(open.front().fd);
+            open.erase(open.begin());
+        }
+        open.push_back({fd, {}, now + patience});
+    }
+}
+
+void http_endpoint::hand_over(reading&& r, bool timed_out) {
+    {
+        const std::lock_guard lock(ready_mutex_);
+        ready_.emplace_back(r.fd, timed_out ? std::nullopt : std::optional<std::string>(std::move(r.head)));
+    }
+    ready_changed_.notify_one();
 }
 
 void http_endpoint::serve(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
-        pollfd waiting{listener_, POLLIN, 0};
-        if (::poll(&waiting, 1, stop_check_ms) <= 0) continue;  // timeout or EINTR: check for a stop again
-        socket_guard client(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (client.get() < 0) continue;  // another thread took the connection
-        answer(client.get(), stop);
+        std::unique_lock lock(ready_mutex_);
+        if (!ready_changed_.wait(lock, stop, [&] { return !ready_.empty(); })) return;
+        auto [fd, head] = std::move(ready_.front());
+        ready_.pop_front();
+        lock.unlock();
+        socket_guard client(fd);
+        answer(client.get(), head, stop);
     }
 }
 
-void http_endpoint::answer(int client, const std::stop_token& stop) {
-    const auto head = read_head(client, steady::now() + patience, stop);
+void http_endpoint::answer(int client, const std::optional<std::string>& head, const std::stop_token& stop) {
     const auto reply = [&](const http_response& response, bool with_body) { write_all(client, render(response, with_body), stop); };
     if (!head) return reply(text(408, "the request head did not arrive within 5 s\n"), true);
     const auto line_end = head->find("\r\n");
