@@ -4,12 +4,14 @@
 #define BOOST_TEST_MODULE relay retry board
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "kafka/mock_cluster.hpp"
+#include "health_board.hpp"
 #include "retry_board.hpp"
 #include "seqinbox/kafka/source.hpp"
 #include "seqinbox/metrics/registry.hpp"
@@ -73,4 +75,22 @@ BOOST_AUTO_TEST_CASE(a_copy_given_back_after_another_copy_was_decided_is_not_lis
     BOOST_TEST(cluster.committed("retry-board", "orders", 1)[0] == 3);  // everything decided and committed
     const auto report = watched.retrying();
     BOOST_TEST(report.empty(), "still listed as retrying although decided: " << report);
+}
+
+BOOST_AUTO_TEST_CASE(a_multi_line_error_stays_one_line_per_failing_part_in_healthz) {
+    const std::string why = "ERROR:  could not serialize access\nDETAIL:  Reason code: Canceled\r\n";
+    const auto lines = [](const std::string& text) { return std::ranges::count(text, '\n'); };
+    si::relay::detail::health_board health;
+    health.failing("consumer 0", why);
+    BOOST_TEST(lines(health.report().second) == 1);
+
+    si::metrics::registry registry;
+    si::relay::detail::retry_board board(registry);
+    si::envelope record;
+    record.topic = "orders";
+    record.partition = 0;
+    record.offset = 7;
+    board.given_back(record, why, 0);
+    const std::string retrying = board.report(0, [](const si::envelope&) { return true; });
+    BOOST_TEST(lines(retrying) == 1, retrying);
 }

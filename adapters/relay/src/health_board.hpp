@@ -4,14 +4,18 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
+
+#include "seqinbox/detail/escaped_text.hpp"
 
 namespace seqinbox::relay::detail {
 
 class health_board {
 public:
     void fine(const std::string& part) { set(part, {}); }
-    void failing(const std::string& part, std::string why) { set(part, std::move(why)); }
+    /// `why` is escaped: an error text of several lines (PostgreSQL's DETAIL) stays one line.
+    void failing(const std::string& part, std::string_view why) { set(part, seqinbox::detail::loggable(why)); }
 
     /// True and "ok" when no part is failing; otherwise false and one `part: why` line per failing part.
     std::pair<bool, std::string> report() const {

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/kafka/source.hpp"
@@ -31,12 +33,12 @@ public:
 
     /// `record` was given back after failing with `why`. `generation` counts the source's
     /// rebalances: a record last given back before one may belong to another member now.
-    void given_back(const envelope& record, std::string why, std::uint64_t generation) {
+    void given_back(const envelope& record, std::string_view why, std::uint64_t generation) {
         const std::scoped_lock lock(mutex_);
         forget_older_than(generation);
         auto& entry = records_[position_of(record)];
         ++entry.attempts;
-        entry.last_error = std::move(why);
+        entry.last_error = seqinbox::detail::loggable(why);  // one line in /healthz whatever the error's text
         entry.generation = generation;
         retries_->inc({});
         retrying_->set({}, static_cast<double>(records_.size()));
