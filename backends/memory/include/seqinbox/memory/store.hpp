@@ -835,7 +835,7 @@ public:
         yield_point("commit");
         lock_guard lock(store_->mutex_);
         // A commit whose connection died (unseen yet) still flushes, on another connection.
-        if (!tx_->loss_seen) store_->settle_flush_owed(*tx_);
+        store_->settle_flush_owed(*tx_);
         store_->ensure_usable(*tx_);
         store_->commit_durably(*tx_);
         store_->finish(*tx_);
