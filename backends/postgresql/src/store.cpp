@@ -521,6 +521,14 @@ instance_lock store::transaction::lock_instance(instance_id instance) {
     return {instance_row(answers[lock]), types_of(answers[types])};
 }
 
+types_by_state store::transaction::message_types(instance_id instance) {
+    std::size_t types = 0;
+    const auto answers = checked(impl_).batch("reading message types", [&](detail::pipeline& batch) {
+        types = batch.statement(detail::message_types_sql(), {std::to_string(instance)});
+    });
+    return types_of(answers[types]);
+}
+
 namespace {
 
 message_record waiting_row(const detail::waiting_query& s, instance_id instance) {

@@ -167,6 +167,8 @@ public:
     std::vector<message_record> find_messages(const claim_key& key);
     /// One round trip: the lock, then the types.
     instance_lock lock_instance(instance_id instance);
+    /// The instance's types as lock_instance reads them, without the lock (housekeeping).
+    types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
