@@ -285,19 +285,19 @@ private:
         bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
     };
 
-    static locked_instance lock(transaction& t1, instance_id instance) {
-        sequence_instance row = t1.lock_instance(instance);
-        types_by_state types = t1.message_types(instance);
-        return {std::move(row), detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
+    static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
+
+    static locked_instance held(instance_lock lock) {
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting)};
     }
 
     /// Steps 3 to 7 of SPEC §2.
     delivery_result sequence(delivery& d) {
         const timestamp now = clock_.now();
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
-        auto [t1, claimed, locked, existing] = acquire_claim(d, now);
+        auto [t1, won, locked, existing] = acquire_claim(d, now);
         const claim_key key = d.key();
-        if (claimed == claim_outcome::already_claimed) {
+        if (!won) {
             t1.commit();
             return skipped(d, result, "already claimed");
         }
@@ -341,39 +341,36 @@ private:
     /// Only when the claim was won: the delivery's instance, locked, and the key's rows.
     struct claim_attempt {
         transaction t1;
-        claim_outcome outcome;
+        bool won;
         locked_instance locked;
         std::vector<message_record> existing;
     };
 
-    /// Step 3: the instance, the claim in a new T1 and, when won, the instance lock, then the
-    /// key's rows: read under the lock, they include what a release pass that replayed this key's
-    /// WAITING row (stored beside a claim transaction that died) stored before we got the lock.
+    /// Step 3: the instance, then the claim in a new T1 which, when won, holds the instance lock
+    /// and the key's rows (with insert_first read under the lock, so they include what a release
+    /// pass that replayed this key's WAITING row, stored beside a claim transaction that died,
+    /// stored before we got the lock).
     claim_attempt acquire_claim(const delivery& d, timestamp now) {
         for (int attempt = 1;; ++attempt) {
             const auto& seq = *d.type->sequence;
             sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
             transaction t1 = store_->begin();
-            std::optional<claim_outcome> outcome = try_claim(t1, d, instance.id, now, attempt);
-            if (!outcome) continue;
-            if (*outcome == claim_outcome::already_claimed) return {std::move(t1), *outcome, {}, {}};
-            std::vector<message_record> existing;
-            if constexpr (claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
-            locked_instance locked = lock(t1, instance.id);
-            if (locked.row.sequence == seq.name && locked.row.context_id == d.context_id) {
-                if constexpr (!claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
-                return {std::move(t1), *outcome, std::move(locked), std::move(existing)};
-            }
+            std::optional<claim_result> claimed = try_claim(t1, d, instance.id, now, attempt);
+            if (!claimed) continue;
+            if (!claimed->won) return {std::move(t1), false, {}, {}};
+            const sequence_instance& row = claimed->locked.row;
+            if (row.sequence == seq.name && row.context_id == d.context_id)
+                return {std::move(t1), true, held(std::move(claimed->locked)), std::move(claimed->rows)};
             t1.rollback();
-            reclaim_after_mismatch(d, locked.row, attempt);
+            reclaim_after_mismatch(d, row, attempt);
         }
     }
 
     /// The claim on `instance`; none when the instance was removed meanwhile and one more attempt
     /// may read it afresh (the store forgot it when the claim failed with SQLSTATE 23503).
-    std::optional<claim_outcome> try_claim(transaction& t1, const delivery& d, instance_id instance, timestamp now, int attempt) {
+    std::optional<claim_result> try_claim(transaction& t1, const delivery& d, instance_id instance, timestamp now, int attempt) {
         try {
-            return Claim::acquire(t1, d.key(), instance, now);
+            return Claim::acquire(t1, claim_request{d.key(), instance, now});
         } catch (const error& e) {
             if (attempt >= max_claim_attempts || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
             log(log_level::info, [&] { return "instance " + std::to_string(instance) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
@@ -652,7 +649,7 @@ private:
     /// writes: a savepoint scopes them.
     void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
                         const std::string& idempotence_id, const std::string& context_id) {
-        if constexpr (Propagation::joins_claim_transaction) {
+        if constexpr (Propagation::joins_claim_transaction) {  // savepoints: only then required of the store
             auto point = t1.savepoint();
             try {
                 invoke(message, record, type, idempotence_id, context_id, true, &t1);
