@@ -710,13 +710,7 @@ private:
 
     static decision about(decision_kind kind, std::string_view type, std::string_view idempotence_id, std::string_view context_id,
                           std::string_view reason = {}) {
-        decision event;
-        event.kind = kind;
-        event.qualified_type = type;
-        event.idempotence_id = idempotence_id;
-        event.context_id = context_id;
-        event.reason = reason;
-        return event;
+        return {kind, type, idempotence_id, context_id, reason, rejection::none, outcome::not_sequenced, 0, {}};
     }
 
     static decision about(const delivery& d, decision_kind kind, std::string_view reason = {}) {

@@ -126,6 +126,13 @@ const recorded& only(const event_list& events, decision_kind kind, const std::st
     return *found;
 }
 
+/// The names an event gives: its message's type, its context, the reason.
+void names(const recorded& e, std::string_view type, std::string_view context, std::string_view reason = {}) {
+    BOOST_TEST(e.type == type);
+    BOOST_TEST(e.context == context);
+    BOOST_TEST(e.reason == reason);
+}
+
 std::vector<decision_kind> kinds(const event_list& events) {
     std::vector<decision_kind> k;
     for (const auto& e : events) k.push_back(e.kind);
@@ -142,16 +149,10 @@ BOOST_AUTO_TEST_CASE(buffered_processed_and_released_events_name_the_message_and
 
     const auto& events = *w.logger.events;
     BOOST_TEST((kinds(events) == std::vector{decision_kind::buffered, decision_kind::processed, decision_kind::released}));
-    const auto& buffered = only(events, decision_kind::buffered, "v1");
-    BOOST_TEST(buffered.type == "OrderValidated");
-    BOOST_TEST(buffered.context == "o1");
-    const auto& processed = only(events, decision_kind::processed, "c1");
-    BOOST_TEST(processed.type == "OrderCreated");
-    BOOST_TEST(processed.context == "o1");
-    BOOST_TEST(processed.reason.empty());
+    names(only(events, decision_kind::buffered, "v1"), "OrderValidated", "o1");
+    names(only(events, decision_kind::processed, "c1"), "OrderCreated", "o1");
     const auto& released = only(events, decision_kind::released, "v1");
-    BOOST_TEST(released.type == "OrderValidated");
-    BOOST_TEST(released.context == "o1");
+    names(released, "OrderValidated", "o1");
     BOOST_TEST((released.waited == 5s));
     BOOST_TEST(w.logger.lines->empty(), "decisions reach a decision logger as events only");
 }
@@ -160,10 +161,7 @@ BOOST_AUTO_TEST_CASE(a_duplicate_event_says_why_it_was_skipped) {
     event_world w;
     w.deliver("OrderCreated", "c1", "o1");
     BOOST_TEST((w.deliver("OrderCreated", "c1", "o1").outcome == outcome::duplicate));
-    const auto& duplicate = only(*w.logger.events, decision_kind::duplicate, "c1");
-    BOOST_TEST(duplicate.type == "OrderCreated");
-    BOOST_TEST(duplicate.context == "o1");
-    BOOST_TEST(duplicate.reason == "already claimed");
+    names(only(*w.logger.events, decision_kind::duplicate, "c1"), "OrderCreated", "o1", "already claimed");
 }
 
 BOOST_AUTO_TEST_CASE(failed_and_release_failed_events_quote_the_listener) {
@@ -173,24 +171,16 @@ BOOST_AUTO_TEST_CASE(failed_and_release_failed_events_quote_the_listener) {
     w.deliver("OrderCreated", "c1", "o1");
     BOOST_TEST((w.deliver("OrderExpedited", "e1", "o1").outcome == outcome::failed));
 
-    const auto& release_failed = only(*w.logger.events, decision_kind::release_failed, "p1");
-    BOOST_TEST(release_failed.type == "OrderPrepared");
-    BOOST_TEST(release_failed.context == "o1");
-    BOOST_TEST(release_failed.reason == "listener failed: boom p1");
-    const auto& failed = only(*w.logger.events, decision_kind::failed, "e1");
-    BOOST_TEST(failed.type == "OrderExpedited");
-    BOOST_TEST(failed.context == "o1");
-    BOOST_TEST(failed.reason == "listener failed: boom e1");
+    names(only(*w.logger.events, decision_kind::release_failed, "p1"), "OrderPrepared", "o1", "listener failed: boom p1");
+    names(only(*w.logger.events, decision_kind::failed, "e1"), "OrderExpedited", "o1", "listener failed: boom e1");
 }
 
 BOOST_AUTO_TEST_CASE(a_rejected_event_names_the_kind_of_rejection) {
     event_world w;
     BOOST_TEST((w.deliver("Evil", "x1", "o1").outcome == outcome::rejected));
     const auto& rejected = only(*w.logger.events, decision_kind::rejected, "x1");
-    BOOST_TEST(rejected.type == "Evil");
+    names(rejected, "Evil", "", "unknown message type 'Evil'");  // not classified, so no context id
     BOOST_TEST((rejected.rejection == rejection::unknown_type));
-    BOOST_TEST(rejected.reason == "unknown message type 'Evil'");
-    BOOST_TEST(rejected.context.empty(), "not classified, so no context id");
 }
 
 BOOST_AUTO_TEST_CASE(a_not_sequenced_event_says_whether_the_listener_failed) {
@@ -200,9 +190,8 @@ BOOST_AUTO_TEST_CASE(a_not_sequenced_event_says_whether_the_listener_failed) {
     BOOST_TEST((w.deliver("OrderCreated", "n2", "").outcome == outcome::failed));
     BOOST_TEST((only(*w.logger.events, decision_kind::not_sequenced, "n1").result == outcome::not_sequenced));
     const auto& failed = only(*w.logger.events, decision_kind::not_sequenced, "n2");
+    names(failed, "OrderCreated", "");
     BOOST_TEST((failed.result == outcome::failed));
-    BOOST_TEST(failed.type == "OrderCreated");
-    BOOST_TEST(failed.context.empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_event_names_the_instance_and_its_context) {
@@ -211,9 +200,8 @@ BOOST_AUTO_TEST_CASE(a_closed_event_names_the_instance_and_its_context) {
     const auto instances = w.store.instances();
     BOOST_TEST_REQUIRE(instances.size() == 1u);
     const auto& closed = only(*w.logger.events, decision_kind::closed, "");
+    names(closed, "", "o2");
     BOOST_TEST(closed.instance == instances[0].id);
-    BOOST_TEST(closed.context == "o2");
-    BOOST_TEST(closed.type.empty());
     BOOST_TEST((w.logger.events->back().kind == decision_kind::closed));
 }
 
@@ -221,9 +209,7 @@ BOOST_AUTO_TEST_CASE(an_expired_event_names_the_message_an_operator_expired) {
     event_world w;
     w.deliver("OrderValidated", "v3", "o3");
     w.expire("v3");
-    const auto& expired = only(*w.logger.events, decision_kind::expired, "v3");
-    BOOST_TEST(expired.type == "OrderValidated");
-    BOOST_TEST(expired.context == "o3");
+    names(only(*w.logger.events, decision_kind::expired, "v3"), "OrderValidated", "o3");
 }
 
 /// Every kind of decision through a text logger: the lines are those the engine always wrote.
