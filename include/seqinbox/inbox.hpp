@@ -225,13 +225,8 @@ private:
 
     /// Why the store could not keep this delivery's keys or buffered record, or "".
     static std::string unstorable(const delivery& d) {
-        for (auto problem : {key_problem("message type", d.type->qualified), key_problem("idempotence id", d.idempotence_id),
-                             key_problem("context id", d.context_id), text_problem("topic", d.record.topic),
-                             text_problem("cluster", d.record.cluster)})
-            if (!problem.empty()) return problem;
-        for (const auto& h : d.record.headers)
-            if (auto problem = text_problem("header name", h.name); !problem.empty()) return problem;
-        return {};
+        return first_problem({claim_key_problem(d.type->qualified, d.idempotence_id), key_problem("context id", d.context_id),
+                              record_problem(d.record)});
     }
 
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified) {

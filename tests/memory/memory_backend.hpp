@@ -8,6 +8,7 @@
 
 #include "conformance/backend.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/memory/testing.hpp"
 
 namespace seqinbox::conformance {
 
@@ -30,7 +31,7 @@ struct memory_backend : fixture_parts<memory::store> {
     static void business_put(store_type::transaction& tx, const std::string& key, const std::string& value) {
         tx.put(key, value);
     }
-    std::optional<std::string> business_get(const std::string& key) const { return store.kv_get(key); }
+    std::optional<std::string> business_get(const std::string& key) const { return memory::testing::kv_get(store, key); }
     static std::uint64_t transaction_id(const store_type::transaction& tx) { return tx.id(); }
 };
 

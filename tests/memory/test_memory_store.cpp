@@ -9,6 +9,7 @@
 
 #include "seqinbox/memory/step_driver.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/memory/testing.hpp"
 
 using namespace seqinbox;
 using memory::task_status;
@@ -166,7 +167,7 @@ BOOST_FIXTURE_TEST_CASE(deleting_an_instance_cascades_to_claims_and_messages, fi
     tx.insert_message(row(message_state::waiting));
     tx.claim({{"A", "2"}, other.id, {}});
     tx.commit();
-    store.delete_instance(instance.id);
+    memory::testing::delete_instance(store, instance.id);
     BOOST_TEST(!store.has_claim(key));
     BOOST_TEST(store.has_claim({"A", "2"}));
     BOOST_TEST(store.messages().empty());
@@ -183,8 +184,8 @@ BOOST_FIXTURE_TEST_CASE(rollback_to_savepoint_undoes_only_later_writes, fixture)
     tx.claim({key, instance.id, {}});
     tx.rollback_to(point);
     tx.commit();
-    BOOST_TEST(store.kv_get("kept").value_or("") == "1");
-    BOOST_TEST(!store.kv_get("undone").has_value());
+    BOOST_TEST(memory::testing::kv_get(store, "kept").value_or("") == "1");
+    BOOST_TEST(!memory::testing::kv_get(store, "undone").has_value());
     BOOST_TEST(!store.has_claim(key));
 }
 

@@ -39,3 +39,31 @@ BOOST_AUTO_TEST_CASE(keys_are_bounded_and_long_values_are_shortened_in_messages)
     BOOST_TEST(problem.size() < 200u);
     BOOST_TEST(!key_problem("id", "\xFF").empty());
 }
+
+BOOST_AUTO_TEST_CASE(a_message_is_storable_when_its_key_and_record_are) {
+    seqinbox::message_record row{1, 1, "order.created", "id-1", seqinbox::message_state::waiting, {}, {}, std::nullopt};
+    BOOST_TEST(seqinbox::storage_problem(row).empty());
+    row.payload = seqinbox::envelope{};
+    row.payload->topic = "orders";
+    row.payload->headers.push_back({"traceparent", std::string("\0\xFF", 2)});  // values are bytes
+    BOOST_TEST(seqinbox::storage_problem(row).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_first_problem_is_named_keys_before_the_record) {
+    seqinbox::message_record row{1, 1, "order.created", std::string("a\0b", 3), seqinbox::message_state::waiting, {}, {}, seqinbox::envelope{}};
+    row.payload->cluster = "\xFF";
+    BOOST_TEST(seqinbox::storage_problem(row) == "idempotence id 'a\\x00b' contains a NUL byte at byte 1");
+    row.idempotence_id = "id-1";
+    BOOST_TEST(seqinbox::storage_problem(row) == "cluster '\\xFF' is not valid UTF-8 at byte 0");
+    row.payload->cluster.clear();
+    row.payload->headers.push_back({"bad\xC3", "v"});
+    BOOST_TEST(seqinbox::storage_problem(row).starts_with("header name 'bad"), seqinbox::storage_problem(row));
+    row.payload.reset();
+    BOOST_TEST(seqinbox::storage_problem(row).empty());  // without a record only the key counts
+}
+
+BOOST_AUTO_TEST_CASE(claim_keys_are_bounded_like_every_key) {
+    BOOST_TEST(seqinbox::claim_key_problem("t", "id").empty());
+    BOOST_TEST(seqinbox::claim_key_problem(std::string(2000, 't'), "id").starts_with("message type '"));
+    BOOST_TEST(seqinbox::first_problem({"", "second", "third"}) == "second");
+}

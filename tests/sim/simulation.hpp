@@ -29,6 +29,7 @@
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/step_driver.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/memory/testing.hpp"
 #include "steps.hpp"
 #include "violation.hpp"
 
@@ -123,7 +124,7 @@ public:
     std::size_t operands(kind<lose_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<crash_before_ack>) const { return scenario_.work.consumers; }
-    std::size_t operands(kind<crash_database>) const { return used_.crashes < limits_.crashes ? store_.unflushed_commits() + 1 : 0; }
+    std::size_t operands(kind<crash_database>) const { return used_.crashes < limits_.crashes ? memory::testing::unflushed_commits(store_) + 1 : 0; }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
     std::size_t operands(kind<request_action>) const { return console_free() ? request_count() : 0; }
     std::size_t operands(kind<run_actions>) const { return action_runners; }
@@ -144,7 +145,7 @@ public:
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
     /// Only while the database holds something a crash can lose: a transaction or an unflushed commit.
     bool allows(const crash_database& c) const {
-        const std::size_t unflushed = store_.unflushed_commits();
+        const std::size_t unflushed = memory::testing::unflushed_commits(store_);
         return used_.crashes < limits_.crashes && c.keep <= unflushed && (unflushed > 0 || store_.open_transaction_count() > 0);
     }
     bool allows(const resend& r) const { return r.failure < sink_.size() && !resent_.contains(r.failure) && resent_.size() < 10; }
@@ -261,12 +262,12 @@ private:
     void apply(const crash_database& c) {
         ++used_.crashes;
         ++counts_["faults_crash_database"];
-        const std::size_t unflushed = store_.unflushed_commits();
+        const std::size_t unflushed = memory::testing::unflushed_commits(store_);
         counts_["crash_lost_commits"] += unflushed - c.keep;
         std::vector<std::size_t> lost;  // consumers (and runners) that held a transaction
         for (std::size_t slot = 0; slot < consumers_.size(); ++slot)
             if (tasks_[slot] && killed_a_transaction([&] { kill_connections(*tasks_[slot]); })) lost.push_back(slot);
-        store_.crash(c.keep);
+        memory::testing::crash(store_, c.keep);
         counts_["crash_connections_lost"] += lost.size();
         for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
             if (row.state != message_state::failed && !store_.has_claim(row.key())) ++counts_["crash_rows_without_claim"];

@@ -292,12 +292,12 @@ BOOST_AUTO_TEST_CASE(a_crash_keeps_the_flushed_commits_and_a_prefix_of_the_unflu
             claim.claim({{"T0", "b"}, b.id, t});
             s.store_message_beside(claim, processed_row(b.id, {"T0", "b"}));  // unflushed 2
             const auto c = s.create_or_get_instance("S", "C", t, t);          // unflushed 3
-            BOOST_TEST(s.unflushed_commits() == 3u);
+            BOOST_TEST(memory::testing::unflushed_commits(s) == 3u);
 
-            s.crash(keep);
+            memory::testing::crash(s, keep);
             BOOST_CHECK_EXCEPTION(claim.commit(), seqinbox::error, lost_connection);
             BOOST_TEST(s.open_transaction_count() == 0u);
-            BOOST_TEST(s.unflushed_commits() == 0u);
+            BOOST_TEST(memory::testing::unflushed_commits(s) == 0u);
             BOOST_TEST(s.find_instance("S", "A").has_value());
             BOOST_TEST(s.has_claim({"T0", "a"}));
             BOOST_TEST(!s.has_claim({"T0", "b"}), "the claim transaction never committed");
@@ -323,10 +323,10 @@ BOOST_AUTO_TEST_CASE(a_commit_that_waits_for_its_flush_makes_the_earlier_commits
     auto claim = s.begin();
     claim.claim({{"T0", "a"}, a.id, t});
     s.store_message_beside(claim, processed_row(a.id, {"T0", "a"}));
-    BOOST_TEST(s.unflushed_commits() == 2u);
+    BOOST_TEST(memory::testing::unflushed_commits(s) == 2u);
     s.store_message(processed_row(a.id, {"T1", "x"}));  // REQUIRES_NEW: waits for its flush
-    BOOST_TEST(s.unflushed_commits() == 0u);
-    s.crash(0);
+    BOOST_TEST(memory::testing::unflushed_commits(s) == 0u);
+    memory::testing::crash(s, 0);
     BOOST_TEST(s.messages().size() == 2u);
     BOOST_TEST(!s.has_claim({"T0", "a"}));
 }
@@ -338,12 +338,12 @@ BOOST_AUTO_TEST_CASE(a_claim_transaction_that_ends_flushes_its_steps_beside) {
         const auto a = s.create_or_get_instance("S", "A", t, t);
         auto other = s.begin();  // a lost claim commits nothing and waits for no flush
         other.commit();
-        BOOST_TEST(s.unflushed_commits() == 1u);
+        BOOST_TEST(memory::testing::unflushed_commits(s) == 1u);
         auto claim = s.begin();
         s.store_message_beside(claim, processed_row(a.id, {"T0", "a"}));
         if (commit) claim.commit();
         else claim.rollback();
-        BOOST_TEST(s.unflushed_commits() == 0u, (commit ? "commit" : "rollback"));
+        BOOST_TEST(memory::testing::unflushed_commits(s) == 0u, (commit ? "commit" : "rollback"));
     }
 }
 

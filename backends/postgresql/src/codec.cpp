@@ -1,7 +1,9 @@
 #include "codec.hpp"
 
 #include <chrono>
+#include <initializer_list>
 
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::postgresql::detail {
@@ -21,6 +23,8 @@ long long to_microseconds(timestamp t) {
 timestamp from_microseconds(long long us) {
     return timestamp(std::chrono::duration_cast<timestamp::duration>(std::chrono::microseconds(us)));
 }
+
+std::string microseconds_text(timestamp t) { return std::to_string(to_microseconds(t)); }
 
 std::string to_hex(std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
@@ -77,6 +81,47 @@ std::vector<header> decode_headers(std::string_view text) {
         text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     }
     return headers;
+}
+
+namespace {
+
+std::string_view to_string(stored_as s) noexcept {
+    switch (s) {
+    case stored_as::inserted: return "INSERTED";
+    case stored_as::updated: return "UPDATED";
+    case stored_as::left_existing: return "LEFT_EXISTING";
+    }
+    return "?";
+}
+
+/// The one of `values` whose to_string is `text`; `what` names the enum in the error.
+template <class Enum>
+Enum parse(std::string_view what, std::string_view text, std::initializer_list<Enum> values) {
+    for (const Enum value : values)
+        if (to_string(value) == text) return value;
+    throw error(error_category::internal, "unknown " + std::string(what) + " '" + seqinbox::detail::printable(text) + "' read from PostgreSQL");
+}
+
+}  // namespace
+
+message_state parse_message_state(std::string_view text) {
+    return parse("message state", text, {message_state::waiting, message_state::processed, message_state::failed});
+}
+
+instance_state parse_instance_state(std::string_view text) {
+    return parse("instance state", text, {instance_state::open, instance_state::closed});
+}
+
+message_action parse_message_action(std::string_view text) {
+    return parse("message action", text, {message_action::consume, message_action::expire});
+}
+
+instance_action parse_instance_action(std::string_view text) {
+    return parse("instance action", text, {instance_action::consume_all, instance_action::close});
+}
+
+stored_as parse_stored_as(std::string_view text) {
+    return parse("seqinbox_store_message outcome", text, {stored_as::inserted, stored_as::updated, stored_as::left_existing});
 }
 
 }  // namespace seqinbox::postgresql::detail

@@ -1,12 +1,15 @@
 #pragma once
 // Private to seqinbox::postgresql: how values cross SOCI. Time travels as microseconds since the
 // epoch (SOCI's std::tm drops fractions and offsets); bytes travel as hex text, because SOCI
-// passes std::string parameters as C strings and would cut them at the first NUL.
+// passes std::string parameters as C strings and would cut them at the first NUL. Enums travel
+// as the schema's text (the core's to_string), read back by the parse_ functions below.
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/store/actions.hpp"
+#include "seqinbox/store/model.hpp"
 
 namespace seqinbox::postgresql::detail {
 
@@ -16,6 +19,8 @@ std::string sql_microseconds(std::string_view column);
 
 long long to_microseconds(timestamp t);
 timestamp from_microseconds(long long us);
+/// to_microseconds as a parameter of a batched statement.
+std::string microseconds_text(timestamp t);
 
 std::string to_hex(std::string_view bytes);
 /// Throws seqinbox::error(internal) on text that is not hex.
@@ -34,5 +39,13 @@ std::string encode_list(const auto& items) {
     }
     return text;
 }
+
+/// The enum value the schema spells `text` (a CHECK constraint or seqinbox_store_message's
+/// answer); throws seqinbox::error(internal) naming a text it does not know.
+message_state parse_message_state(std::string_view text);
+instance_state parse_instance_state(std::string_view text);
+message_action parse_message_action(std::string_view text);
+instance_action parse_instance_action(std::string_view text);
+stored_as parse_stored_as(std::string_view text);
 
 }  // namespace seqinbox::postgresql::detail

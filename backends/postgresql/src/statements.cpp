@@ -41,12 +41,7 @@ instance_upsert::instance_upsert(soci::session& s)
                        std::tuple_cat(into_instance(row), std::tuple{into(created)}), use(name), use(context_id),
                        use(name), use(context_id), use(created_at), use(retain_until), use(skip_flush))) {}
 
-namespace {
-
-/// A named_sql whose name says what it does; the prefix keeps it apart from SOCI's st_N.
 named_sql named(const char* name, std::string text) { return {std::string("seqinbox_") + name, std::move(text)}; }
-
-}  // namespace
 
 const named_sql& begin_sql() {
     static const named_sql s = named("begin", "BEGIN");
@@ -120,24 +115,6 @@ const named_sql& instance_close_sql() {
 const named_sql& message_state_update_sql() {
     static const named_sql s = named("message_state_update", "UPDATE sequenced_message SET state = $1, state_changed_at = " +
                                                                  sql_timestamp("$2") + " WHERE id = $3");
-    return s;
-}
-
-// Under READ COMMITTED an UPDATE rechecks its WHERE on a row changed since its snapshot: a
-// request replaced after the read no longer matches and stays.
-const named_sql& instance_actions_clear_sql() {
-    static const named_sql s = named("instance_actions_clear",
-                                     "UPDATE sequence_instance SET pending_action = NULL, pending_action_requested_at = NULL WHERE id = $1"
-                                     " AND pending_action = $2 AND pending_action_requested_at = " + sql_timestamp("$3"));
-    return s;
-}
-
-const named_sql& message_actions_clear_sql() {
-    static const named_sql s = named("message_actions_clear",
-                                     "UPDATE sequenced_message m SET pending_action = NULL, pending_action_requested_at = NULL"
-                                     " FROM unnest(CAST($1 AS bigint[]), CAST($2 AS text[]), CAST($3 AS bigint[])) AS r(id, action, at)"
-                                     " WHERE m.id = r.id AND m.pending_action = r.action AND m.pending_action_requested_at = " +
-                                         sql_timestamp("r.at"));
     return s;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
-// Private to seqinbox::postgresql: the store's SQL, one prepared statement per operation. The
+// Private to seqinbox::postgresql: the SQL of the transaction and its claim path, one prepared
+// statement per operation, and the instance columns every part of the store reads (the other
+// parts keep their SQL beside their operations: actions.cpp, housekeeping.cpp, views.cpp). The
 // statements sent in batches are named_sql (pipeline.hpp). The others are SOCI statements: each
 // struct owns the variables its statement is bound to, so it is prepared once per connection and
 // re-executed after the variables are set. Structs are heap-allocated: SOCI keeps their addresses.
@@ -16,6 +18,9 @@ namespace seqinbox::postgresql::detail {
 
 // Statements sent in batches (pipeline.hpp), parameters in the order listed. Times are bigint
 // microseconds since the epoch, ids bigint, as text.
+
+/// A named_sql whose name says what it does; the prefix keeps it apart from SOCI's st_N.
+named_sql named(const char* name, std::string text);
 
 /// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
 const named_sql& begin_sql();
@@ -37,11 +42,6 @@ const named_sql& instance_lock_if_claimed_sql();
 const named_sql& message_types_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
-/// Clear requests still as read: instance id, action, requested at.
-const named_sql& instance_actions_clear_sql();
-/// Clear requests still as read: message ids, actions, times requested at, as array literals
-/// "{1,2}", "{CONSUME,EXPIRE}", "{...}".
-const named_sql& message_actions_clear_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

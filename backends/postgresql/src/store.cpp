@@ -1,3 +1,5 @@
+// The PostgreSQL store's transaction and claim path, and the way to a connection for the store's
+// other parts (store_parts.hpp: actions.cpp, housekeeping.cpp, views.cpp).
 #include "seqinbox/postgresql/store.hpp"
 
 #include <algorithm>
@@ -14,51 +16,28 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/postgresql/migrate.hpp"
 #include "seqinbox/store/storable_text.hpp"
+#include "store_parts.hpp"
 
 namespace seqinbox::postgresql {
 
 namespace {
 
+using detail::for_each_row;
 using detail::from_microseconds;
+using detail::microseconds_text;
+using detail::parse_message_state;
+using detail::parse_stored_as;
+using detail::to_instance;
 using detail::to_microseconds;
 
 /// The engine rejects such values before they reach a store; this guards direct callers.
-void require_key(std::string_view what, std::string_view value) {
-    if (auto problem = key_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
+void throw_if_problem(std::string problem) {
+    if (!problem.empty()) throw error(error_category::bad_message, std::move(problem));
 }
 
-void require_claim_key(const claim_key& key) {
-    require_key("message type", key.type);
-    require_key("idempotence id", key.idempotence_id);
-}
+void require_key(std::string_view what, std::string_view value) { throw_if_problem(key_problem(what, value)); }
 
-void require_text(std::string_view what, std::string_view value) {
-    if (auto problem = text_problem(what, value); !problem.empty()) throw error(error_category::bad_message, problem);
-}
-
-message_state parse_message_state(const std::string& text) {
-    for (auto s : {message_state::waiting, message_state::processed, message_state::failed})
-        if (text == to_string(s)) return s;
-    throw error(error_category::internal, "unknown sequenced_message state '" + text + "'");
-}
-
-sequence_instance to_instance(const detail::instance_columns& c) {
-    sequence_instance row{c.id,
-                          c.name,
-                          c.context_id,
-                          c.state == "CLOSED" ? instance_state::closed : instance_state::open,
-                          from_microseconds(c.created_at),
-                          from_microseconds(c.retain_until),
-                          {}};
-    if (c.remove_after_null == soci::i_ok) row.remove_after = from_microseconds(c.remove_after);
-    return row;
-}
-
-/// Runs `rows` on `st` after executing it, once per fetched row.
-template <class Row>
-void for_each_row(soci::statement& st, Row&& row) {
-    for (bool more = st.execute(true); more; more = st.fetch()) row();
-}
+void require_claim_key(const claim_key& key) { throw_if_problem(claim_key_problem(key.type, key.idempotence_id)); }
 
 // Writes whose result nobody reads wait for the transaction's next read or its commit.
 struct claim_deletion {
@@ -127,22 +106,7 @@ void execute(detail::connection& c, const message_insertion& w) {
     s.st.execute(true);
 }
 
-void require_storable(const message_record& row) {
-    require_key("message type", row.type);
-    require_key("idempotence id", row.idempotence_id);
-    if (row.payload) {
-        require_text("topic", row.payload->topic);
-        require_text("cluster", row.payload->cluster);
-        for (const auto& h : row.payload->headers) require_text("header name", h.name);
-    }
-}
-
-stored_as parse_stored_as(const std::string& text) {
-    if (text == "INSERTED") return stored_as::inserted;
-    if (text == "UPDATED") return stored_as::updated;
-    if (text == "LEFT_EXISTING") return stored_as::left_existing;
-    throw error(error_category::internal, "seqinbox_store_message answered '" + text + "'");
-}
+void require_storable(const message_record& row) { throw_if_problem(storage_problem(row)); }
 
 /// Whether a commit waits for its WAL flush (synchronous_commit) or leaves that to a later one.
 enum class commit_flush { wait, skip };
@@ -162,8 +126,6 @@ stored_as store_row(detail::connection& c, const message_record& row, commit_flu
     return parse_stored_as(s.outcome);
 }
 
-std::string microseconds_text(timestamp t) { return std::to_string(to_microseconds(t)); }
-
 // The writes that travel in a batch (every one but the insertion of a row with its record).
 void queue_write(detail::pipeline& batch, const claim_deletion& w) {
     batch.statement(detail::claim_delete_sql(), {w.key.type, w.key.idempotence_id});
@@ -177,20 +139,7 @@ void queue_write(detail::pipeline& batch, const instance_closing& w) {
     batch.statement(detail::instance_close_sql(), {microseconds_text(w.at), std::to_string(w.id)});
 }
 
-void queue_write(detail::pipeline& batch, const actions_clearing& w) {
-    if (const auto& request = w.read.on_instance)
-        batch.statement(detail::instance_actions_clear_sql(),
-                        {std::to_string(w.instance), std::string(to_string(request->action)), microseconds_text(request->requested_at)});
-    if (w.read.on_messages.empty()) return;
-    std::string ids, actions, times;
-    for (const auto& request : w.read.on_messages) {
-        const char* separator = ids.empty() ? "{" : ",";
-        ids += separator + std::to_string(request.message);
-        actions += separator + std::string(to_string(request.action));
-        times += separator + microseconds_text(request.requested_at);
-    }
-    batch.statement(detail::message_actions_clear_sql(), {ids + "}", actions + "}", times + "}"});
-}
+void queue_write(detail::pipeline& batch, const actions_clearing& w) { detail::queue_actions_clearing(batch, w.instance, w.read); }
 
 bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
 
@@ -576,32 +525,6 @@ void store::transaction::close_instance(instance_id instance, timestamp now) {
     checked(impl_).defer(instance_closing{instance, now});
 }
 
-pending_actions store::transaction::pending_actions(instance_id instance) {
-    return checked(impl_).read("reading pending operator actions", [&](detail::connection& c) {
-        // Message ids start at 1: row 0 is the instance's own action.
-        long long id = 0;
-        std::string action;
-        long long at = 0;
-        const std::string requested_at = detail::sql_microseconds("pending_action_requested_at");
-        soci::statement st = (c.session().prepare << "SELECT 0, pending_action, " + requested_at +
-                                                         " FROM sequence_instance WHERE id = :instance AND pending_action IS NOT NULL"
-                                                         " UNION ALL SELECT id, pending_action, " +
-                                                         requested_at +
-                                                         " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
-                                                         " AND pending_action IS NOT NULL ORDER BY 1",
-                              soci::into(id), soci::into(action), soci::into(at), soci::use(instance), soci::use(instance));
-        seqinbox::pending_actions actions;
-        for_each_row(st, [&] {
-            if (id == 0)
-                actions.on_instance = {action == "CLOSE" ? instance_action::close : instance_action::consume_all, from_microseconds(at)};
-            else
-                actions.on_messages.push_back(
-                    {id, action == "EXPIRE" ? message_action::expire : message_action::consume, from_microseconds(at)});
-        });
-        return actions;
-    });
-}
-
 void store::transaction::clear_actions(instance_id instance, const seqinbox::pending_actions& read) {
     checked(impl_).defer(actions_clearing{instance, read});
 }
@@ -705,11 +628,12 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
 
 void store::forget_instance(instance_id id) { pool_->instances().forget(id); }
 
-template <class Op>
-auto store::autocommitted(std::string_view doing, Op&& op) {
+void store::run_autocommitted(std::string_view doing, const connection_work& work) {
     transaction::impl autocommit(pool_, pool_->acquire());
-    return autocommit.guarded(doing, std::forward<Op>(op));
+    autocommit.guarded(doing, work);
 }
+
+void store::run_in(transaction& tx, std::string_view doing, const connection_work& work) { checked(tx.impl_).read(doing, work); }
 
 stored_as store::store_message(message_record row) {
     require_storable(row);
@@ -724,280 +648,6 @@ stored_as store::store_message_beside(transaction& claim, message_record row) {
     const stored_as what = autocommitted("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row, flush); });
     if (flush == commit_flush::skip) pool_->counts().count_unflushed_commit();
     return what;
-}
-
-bool store::update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id) {
-    return autocommitted(doing, [&](detail::connection& c) {
-        const long long at = to_microseconds(now);
-        const long long row = id;
-        soci::statement st = (c.session().prepare << sql, soci::use(action), soci::use(at), soci::use(row));
-        st.execute(true);
-        return st.get_affected_rows() == 1;
-    });
-}
-
-bool store::request_message_action(message_id id, message_action action, timestamp now) {
-    return update_one("requesting an operator action",
-                      "UPDATE sequenced_message SET pending_action = :action, pending_action_requested_at = " +
-                          detail::sql_timestamp(":at") + " WHERE id = :id AND state = 'WAITING'",
-                      std::string(to_string(action)), now, id);
-}
-
-bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
-    return update_one("requesting an operator action",
-                      "UPDATE sequence_instance SET pending_action = :action, pending_action_requested_at = " +
-                          detail::sql_timestamp(":at") + " WHERE id = :id AND state = 'OPEN'",
-                      std::string(to_string(action)), now, id);
-}
-
-std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) {
-    return autocommitted("finding pending operator actions", [&](detail::connection& c) {
-        long long id = 0;
-        const auto max_rows = static_cast<long long>(limit);
-        soci::statement st = (c.session().prepare << "SELECT id FROM (SELECT id, pending_action_requested_at AS at"
-                                                     " FROM sequence_instance WHERE pending_action IS NOT NULL UNION ALL"
-                                                     " SELECT sequence_instance_id, pending_action_requested_at"
-                                                     " FROM sequenced_message WHERE pending_action IS NOT NULL) p"
-                                                     " GROUP BY id ORDER BY min(at), id LIMIT :limit",
-                              soci::into(id), soci::use(max_rows));
-        std::vector<instance_id> ids;
-        for_each_row(st, [&] { ids.push_back(id); });
-        return ids;
-    });
-}
-
-// ---- housekeeping ----
-
-struct store::job_lock::impl {
-    impl(detail::lease leased, std::string lock_key) : conn(std::move(leased)), key(std::move(lock_key)) {}
-    impl(const impl&) = delete;
-    impl& operator=(const impl&) = delete;
-
-    detail::lease conn;
-    std::string key;  // hashed by the server into the one-key advisory lock space
-    ~impl() {
-        if (!conn) return;
-        try {
-            conn->session() << "SELECT pg_advisory_unlock(hashtextextended(:key, 0))", soci::use(key);
-        } catch (...) {
-            conn->mark_broken();  // closing the session releases the lock
-        }
-    }
-};
-
-store::job_lock::job_lock() noexcept = default;
-store::job_lock::job_lock(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
-store::job_lock::job_lock(job_lock&&) noexcept = default;
-store::job_lock& store::job_lock::operator=(job_lock&&) noexcept = default;
-store::job_lock::~job_lock() = default;
-
-store::job_lock store::try_lock_job(const std::string& job) {
-    auto state = std::make_unique<job_lock::impl>(pool_->acquire(), "seqinbox.job:" + job);
-    int got = 0;
-    try {
-        state->conn->count_round_trip();
-        state->conn->session() << "SELECT CAST(pg_try_advisory_lock(hashtextextended(:key, 0)) AS integer)", soci::use(state->key),
-            soci::into(got);
-    } catch (const soci::soci_error& e) {
-        state->conn->mark_broken();
-        detail::fail(*state->conn.operator->(), e, "taking the lock of housekeeping job " + job, pool_->options().conninfo);
-    }
-    if (got != 1) {
-        state->conn.release();  // held by another: nothing to unlock
-        return {};
-    }
-    return job_lock(std::move(state));
-}
-
-std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) {
-    std::vector<std::string> names;
-    std::string seconds;  // "3600,60": numbers need no encoding
-    for (const auto& w : windows) {
-        names.push_back(w.sequence);
-        seconds += (seconds.empty() ? "" : ",") + std::to_string(w.window.count());
-    }
-    // The sequence's window from `windows`, else the instance's own retention. A CLOSED row
-    // without closed_at (not written by seqinbox) counts from its creation.
-    const std::string window =
-        "COALESCE((SELECT CAST(w.seconds AS bigint) * INTERVAL '1 second' FROM unnest(string_to_array(:names, ','),"
-        " string_to_array(:seconds, ',')) AS w(name, seconds) WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = sequence_instance.name),"
-        " retain_until - created_at)";
-    return instance_ids("finding closed instances past their deduplication window",
-                        "state = 'CLOSED' AND COALESCE(closed_at, created_at) + " + window + " <= " + detail::sql_timestamp(":now") +
-                            " ORDER BY id",
-                        limit, detail::encode_list(names), seconds, to_microseconds(now));
-}
-
-std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) {
-    return instance_ids("finding instances to remove",
-                        "state = 'OPEN' AND remove_after <= " + detail::sql_timestamp(":now") + " ORDER BY remove_after, id", limit,
-                        to_microseconds(now));
-}
-
-template <class... Values>
-std::vector<instance_id> store::instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values) {
-    return autocommitted(doing, [&](detail::connection& c) {
-        long long id = 0;
-        const auto max_rows = static_cast<long long>(limit);
-        soci::statement st = detail::prepared(c.session(), "SELECT id FROM sequence_instance WHERE " + where + " LIMIT :limit",
-                                              soci::into(id), soci::use(values)..., soci::use(max_rows));
-        std::vector<instance_id> ids;
-        for_each_row(st, [&] { ids.push_back(id); });
-        return ids;
-    });
-}
-
-std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
-    const long long at = to_microseconds(now), seconds = delay.count();
-    return instances_where("marking expired instances",
-                           "UPDATE sequence_instance SET remove_after = retain_until + :delay * INTERVAL '1 second'"
-                           " WHERE id IN (SELECT id FROM sequence_instance WHERE state = 'OPEN' AND remove_after IS NULL"
-                           " AND retain_until < " + detail::sql_timestamp(":now") +
-                               " ORDER BY retain_until LIMIT :limit FOR NO KEY UPDATE SKIP LOCKED) RETURNING " +
-                               detail::instance_columns_sql(),
-                           limit, seconds, at);
-}
-
-std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) {
-    return instances_where("finding expired instances",
-                           "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until < " +
-                               detail::sql_timestamp(":now") + " ORDER BY retain_until, id LIMIT :limit",
-                           limit, to_microseconds(now));
-}
-
-std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) {
-    const long long at = to_microseconds(now);
-    return instances_where("finding expiring instances",
-                           "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until >= " +
-                               detail::sql_timestamp(":now") + " AND created_at + (retain_until - created_at) * :share <= " +
-                               detail::sql_timestamp(":now_again") + " ORDER BY retain_until, id LIMIT :limit",
-                           limit, at, share, at);
-}
-
-template <class... Values>
-std::vector<sequence_instance> store::instances_where(std::string_view doing, const std::string& sql, std::size_t limit,
-                                                      const Values&... values) {
-    return autocommitted(doing, [&](detail::connection& c) {
-        detail::instance_columns row;
-        const auto max_rows = static_cast<long long>(limit);
-        soci::statement st = detail::prepared_with(c.session(), sql, detail::into_instance(row), soci::use(values)..., soci::use(max_rows));
-        std::vector<sequence_instance> rows;
-        for_each_row(st, [&] { rows.push_back(to_instance(row)); });
-        return rows;
-    });
-}
-
-namespace {
-
-/// The instance row matching `where` (with `keys` bound in order), read in `state`'s transaction.
-template <class Impl, class... Keys>
-std::optional<sequence_instance> one_instance(Impl& state, std::string_view doing, const std::string& where, const Keys&... keys) {
-    std::optional<sequence_instance> instance;
-    state.read(doing, [&](detail::connection& c) {
-        detail::instance_columns row;
-        soci::statement st = detail::prepared_with(c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE " + where,
-                                                   detail::into_instance(row), soci::use(keys)...);
-        if (st.execute(true)) instance = to_instance(row);
-    });
-    return instance;
-}
-
-}  // namespace
-
-bool store::remove_instance(instance_id id, const forward_waiting& forward) {
-    auto tx = begin();
-    auto& state = checked(tx.impl_);
-    const auto instance = one_instance(state, "locking an instance to remove it", "id = :id FOR UPDATE", id);
-    if (!instance) return false;  // gone already; `tx` rolls back
-    const auto waiting_types = tx.message_types(id).waiting;
-    forward(*instance, tx.waiting_messages(id, waiting_types));
-    state.read("removing an instance", [&](detail::connection& c) { c.session() << "DELETE FROM sequence_instance WHERE id = :id", soci::use(id); });
-    tx.commit();
-    pool_->instances().forget(id);
-    return true;
-}
-
-// ---- read views ----
-
-namespace {
-
-instance_state parse_instance_state(const std::string& text) { return text == "CLOSED" ? instance_state::closed : instance_state::open; }
-
-}  // namespace
-
-std::vector<instance_count> store::instance_counts() {
-    auto counts = grouped_counts("counting instances", "SELECT name, state, count(*) FROM sequence_instance GROUP BY name, state");
-    std::vector<instance_count> out;
-    for (auto& [name, state, n] : counts) out.push_back({std::move(name), parse_instance_state(state), n});
-    std::ranges::sort(out, {}, [](const instance_count& c) { return std::tie(c.sequence, c.state); });
-    return out;
-}
-
-std::vector<message_count> store::message_counts() {
-    auto counts = grouped_counts("counting messages", "SELECT message_type, state, count(*) FROM sequenced_message GROUP BY message_type, state");
-    std::vector<message_count> out;
-    for (auto& [type, state, n] : counts) out.push_back({std::move(type), parse_message_state(state), n});
-    std::ranges::sort(out, {}, [](const message_count& c) { return std::tie(c.type, c.state); });
-    return out;
-}
-
-std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_counts(std::string_view doing, const std::string& sql) {
-    return autocommitted(doing, [&](detail::connection& c) {
-        std::string name, state;
-        long long n = 0;
-        soci::statement st = detail::prepared(c.session(), sql, soci::into(name), soci::into(state), soci::into(n));
-        std::vector<std::tuple<std::string, std::string, std::size_t>> rows;
-        for_each_row(st, [&] { rows.emplace_back(name, state, static_cast<std::size_t>(n)); });
-        return rows;
-    });
-}
-
-std::vector<retention_count> store::retention_counts(timestamp now, double share) {
-    return autocommitted("counting expiring and expired instances", [&](detail::connection& c) {
-        std::string name;
-        long long expiring = 0, expired = 0;
-        const long long at = to_microseconds(now);
-        soci::statement st = detail::prepared(
-            c.session(),
-            "SELECT name, count(*) FILTER (WHERE retain_until >= " + detail::sql_timestamp(":now") +
-                " AND created_at + (retain_until - created_at) * :share <= " + detail::sql_timestamp(":now_again") +
-                "), count(*) FILTER (WHERE retain_until < " + detail::sql_timestamp(":now_expired") +
-                ") FROM sequence_instance WHERE state = 'OPEN' GROUP BY name ORDER BY name",
-            soci::into(name), soci::into(expiring), soci::into(expired), soci::use(at), soci::use(share), soci::use(at), soci::use(at));
-        std::vector<retention_count> rows;
-        for_each_row(st, [&] { rows.push_back({name, static_cast<std::size_t>(expiring), static_cast<std::size_t>(expired)}); });
-        return rows;
-    });
-}
-
-std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
-    auto tx = begin();
-    auto& state = checked(tx.impl_);
-    const auto instance = one_instance(state, "reading an instance", "name = :name AND context_id = :context_id", sequence, context_id);
-    if (!instance) return std::nullopt;
-    std::optional<instance_view> view = instance_view{*instance, {}, {}};
-    const instance_id id = view->instance.id;
-    state.read("reading the messages of an instance", [&](detail::connection& c) {
-        message_record row;
-        long long message = 0, created = 0, changed = 0;
-        std::string message_state_text;
-        soci::statement st = detail::prepared(
-            c.session(), "SELECT id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
-                             detail::sql_microseconds("state_changed_at") + " FROM sequenced_message WHERE sequence_instance_id = :id ORDER BY id",
-            soci::into(message), soci::into(row.type), soci::into(row.idempotence_id), soci::into(message_state_text), soci::into(created),
-            soci::into(changed), soci::use(id));
-        for_each_row(st, [&] {
-            row.id = message;
-            row.instance = id;
-            row.state = parse_message_state(message_state_text);
-            row.created_at = from_microseconds(created);
-            row.state_changed_at = from_microseconds(changed);
-            view->messages.push_back(row);
-        });
-    });
-    view->actions = tx.pending_actions(id);
-    tx.commit();
-    return view;
 }
 
 store_statistics store::statistics() const {

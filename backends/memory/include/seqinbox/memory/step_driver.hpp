@@ -21,6 +21,7 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/memory/detail/task_hook.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/memory/testing.hpp"
 
 namespace seqinbox::memory {
 
@@ -113,12 +114,12 @@ public:
     }
 
     /// The task's open transactions are rolled back; its next store call on them fails.
-    void lose_connection(task_id id) { store_->lose_connections_of(&at(id).state); }
+    void lose_connection(task_id id) { testing::lose_connections_of(*store_, &at(id).state); }
     /// Only the connection of the task's oldest open transaction (its claim transaction) dies.
-    void lose_claim_connection(task_id id) { store_->lose_first_connection_of(&at(id).state); }
+    void lose_claim_connection(task_id id) { testing::lose_first_connection_of(*store_, &at(id).state); }
 
     /// The instances the task's open transactions lock.
-    std::vector<instance_id> locked_instances(task_id id) const { return store_->instances_locked_by(&at(id).state); }
+    std::vector<instance_id> locked_instances(task_id id) const { return testing::instances_locked_by(*store_, &at(id).state); }
 
     task_status status(task_id id) const {
         std::lock_guard lock(mutex_);

@@ -5,8 +5,8 @@
 // the transaction; deleting an instance cascades. Thread-safe: any number of threads may run
 // transactions at once. Driven tasks (step_driver) park before every operation.
 //
-// Durability is modelled as the PostgreSQL store has it (see crash() under "test support"): the
-// WAL is durable as a prefix. A commit that wrote something waits for its flush, which covers all
+// Durability is modelled as the PostgreSQL store has it (see testing::crash in memory/testing.hpp):
+// the WAL is durable as a prefix. A commit that wrote something waits for its flush, which covers all
 // earlier commits; an instance creation and a state step beside a claim transaction do not wait,
 // and the claim transaction's end flushes them (its commit, or an explicit flush when it wrote
 // nothing or rolled back, unless a statement found its connection lost). A crash keeps what was
@@ -56,6 +56,7 @@ public:
     store(const store&) = delete;
     store& operator=(const store&) = delete;
 
+    // ---- transactions and claims (here, and the transaction class below) ----
     transaction begin();
 
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
@@ -80,273 +81,42 @@ public:
     /// store_message without waiting for the WAL flush: `claim` owes the flush when it ends.
     stored_as store_message_beside(transaction& claim, message_record row);
 
-    // ---- operator actions (seqinbox::action_store), committed at once like an UPDATE ----
-    bool request_message_action(message_id id, message_action action, timestamp now) {
-        yield_point("action.request");
-        lock_guard lock(mutex_);
-        wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
-        const auto* row = committed_message(id);
-        if (row == nullptr || row->state != message_state::waiting) return false;
-        message_actions_.insert_or_assign(id, message_request{id, action, now});
-        flush_wal();
-        return true;
-    }
-    bool request_instance_action(instance_id id, instance_action action, timestamp now) {
-        yield_point("action.request");
-        lock_guard lock(mutex_);
-        wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
-        auto it = instances_.find(id);
-        if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
-        instance_actions_.insert_or_assign(id, instance_request{action, now});
-        flush_wal();
-        return true;
-    }
-    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
-        std::lock_guard lock(mutex_);
-        std::map<instance_id, timestamp> oldest;  // the oldest request of each instance
-        auto note = [&](instance_id id, timestamp at) {
-            auto [it, fresh] = oldest.try_emplace(id, at);
-            if (!fresh && at < it->second) it->second = at;
-        };
-        for (const auto& [id, request] : instance_actions_) note(id, request.requested_at);
-        for (const auto& [id, request] : message_actions_) note(committed_message(id)->instance, request.requested_at);
-        return instances_where_locked(limit, [&](const instance_row& r) { return oldest.contains(r.row.id); },
-                                      [&](const instance_row& r) { return oldest.at(r.row.id); });
-    }
+    // ---- operator actions (seqinbox::action_store; detail/actions.hpp) ----
+    // Committed at once, like an UPDATE.
+    bool request_message_action(message_id id, message_action action, timestamp now);
+    bool request_instance_action(instance_id id, instance_action action, timestamp now);
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const;
 
-    // ---- housekeeping (seqinbox::housekeeping_store) ----
+    // ---- housekeeping (seqinbox::housekeeping_store; detail/housekeeping.hpp) ----
     /// Exclusion of one job between the users of this store; released when destroyed.
-    class job_lock {
-    public:
-        job_lock() = default;
-        job_lock(job_lock&& other) noexcept : store_(std::exchange(other.store_, nullptr)), job_(std::move(other.job_)) {}
-        job_lock& operator=(job_lock&& other) noexcept {
-            if (this != &other) {
-                release();
-                store_ = std::exchange(other.store_, nullptr);
-                job_ = std::move(other.job_);
-            }
-            return *this;
-        }
-        ~job_lock() { release(); }
-        explicit operator bool() const noexcept { return store_ != nullptr; }
-
-    private:
-        friend class store;
-        job_lock(store* s, std::string job) : store_(s), job_(std::move(job)) {}
-        void release() noexcept {
-            if (store_ == nullptr) return;
-            std::lock_guard lock(store_->mutex_);
-            store_->running_jobs_.erase(job_);
-            store_ = nullptr;
-        }
-        store* store_ = nullptr;
-        std::string job_;
-    };
-
-    job_lock try_lock_job(const std::string& job) {
-        std::lock_guard lock(mutex_);
-        if (!running_jobs_.insert(job).second) return {};
-        return job_lock(this, job);
-    }
-
-    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) const {
-        auto window_passed = [&](const instance_row& r) {
-            const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
-            const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
-            return r.closed_at.value_or(r.row.created_at) + window <= now;
-        };
-        return instances_where(limit, [&](const instance_row& r) { return r.row.state == instance_state::closed && window_passed(r); },
-                               [](const instance_row& r) { return r.row.id; });
-    }
-
-    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit) const {
-        return instances_where(limit, [&](const instance_row& r) {
-            return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now;
-        }, [](const instance_row& r) { return *r.row.remove_after; });
-    }
-
+    class job_lock;
+    job_lock try_lock_job(const std::string& job);
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) const;
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit) const;
     /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
-    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
-        yield_point("instance.mark_expired");
-        std::lock_guard lock(mutex_);
-        std::vector<sequence_instance> marked;
-        for (auto id : instances_where_locked(limit, [&](const instance_row& r) {
-                 return r.row.state == instance_state::open && !r.row.remove_after && r.row.retain_until < now && !instance_locks_.contains(r.row.id);
-             }, [](const instance_row& r) { return r.row.retain_until; })) {
-            auto& row = instances_.at(id).row;
-            row.remove_after = row.retain_until + delay;
-            marked.push_back(row);
-        }
-        if (!marked.empty()) flush_wal();
-        return marked;
-    }
-
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit);
     bool remove_instance(instance_id id, const forward_waiting& forward);
 
-    // ---- read views (seqinbox::view_store) ----
-    std::vector<instance_count> instance_counts() const {
-        std::lock_guard lock(mutex_);
-        std::map<std::pair<std::string, instance_state>, std::size_t> counts;
-        for (const auto& [id, row] : instances_) ++counts[{row.row.sequence, row.row.state}];
-        std::vector<instance_count> out;
-        for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
-        return out;
-    }
-    std::vector<message_count> message_counts() const {
-        std::lock_guard lock(mutex_);
-        std::map<std::pair<std::string, message_state>, std::size_t> counts;
-        for (const auto& row : messages_)
-            if (row.exists) ++counts[{row.type, row.state}];
-        std::vector<message_count> out;
-        for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
-        return out;
-    }
-    std::vector<retention_count> retention_counts(timestamp now, double share) const {
-        std::lock_guard lock(mutex_);
-        std::map<std::string, retention_count> counts;
-        for (const auto& [id, row] : instances_) {
-            if (row.row.state != instance_state::open) continue;
-            auto& c = counts.try_emplace(row.row.sequence, retention_count{row.row.sequence}).first->second;
-            if (row.row.retain_until < now) ++c.expired;
-            else if (used_share(row.row, now) >= share) ++c.expiring;
-        }
-        std::vector<retention_count> out;
-        for (auto& [name, c] : counts) out.push_back(std::move(c));
-        return out;
-    }
-    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit) const {
-        std::lock_guard lock(mutex_);
-        return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
-                                              [](const instance_row& r) { return r.row.retain_until; }));
-    }
-    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit) const {
-        std::lock_guard lock(mutex_);
-        auto expiring = [&](const instance_row& r) {
-            return r.row.state == instance_state::open && now <= r.row.retain_until && used_share(r.row, now) >= share;
-        };
-        return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
-    }
-    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id) const {
-        std::lock_guard lock(mutex_);
-        auto by_sequence = instance_index_.find(sequence);
-        if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
-        const instance_row& row = instances_.at(by_sequence->second.at(context_id));
-        instance_view view{row.row, {}, actions_of(row.row.id)};
-        for (message_id m : row.messages)
-            if (const auto* message = committed_message(m)) {
-                view.messages.push_back(message->record(m));
-                view.messages.back().payload.reset();
-            }
-        return view;
-    }
+    // ---- read views (seqinbox::view_store; detail/views.hpp) ----
+    std::vector<instance_count> instance_counts() const;
+    std::vector<message_count> message_counts() const;
+    std::vector<retention_count> retention_counts(timestamp now, double share) const;
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit) const;
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit) const;
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id) const;
 
-    /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
-    /// Waits like a DELETE would while another transaction locks the instance.
-    void delete_instance(instance_id id);
-
-    /// Rolls back every open transaction begun by `task` and makes later calls on them fail
-    /// with a connection error, as pg_terminate_backend does to a backend.
-    void lose_connections_of(const detail::task_state* task) {
-        std::lock_guard lock(mutex_);
-        std::vector<detail::tx_state*> victims;  // kill() removes from open_: not while iterating it
-        std::ranges::copy_if(open_, std::back_inserter(victims), [&](const detail::tx_state* tx) { return tx->owner == task; });
-        for (auto* tx : victims) kill(*tx);
-        cv_.notify_all();
-    }
-
-    /// The instances locked by the open transactions `task` began (inspection, for tests that
-    /// drive tasks: which instance an action runner is acting on).
-    std::vector<instance_id> instances_locked_by(const detail::task_state* task) const {
-        std::lock_guard lock(mutex_);
-        std::vector<instance_id> ids;
-        for (const auto* tx : open_)
-            if (tx->owner == task) ids.insert(ids.end(), tx->locks.instances.begin(), tx->locks.instances.end());
-        return ids;
-    }
-
-    /// Like lose_connections_of, for the task's oldest open transaction only (its claim
-    /// transaction): a REQUIRES_NEW step in flight lives on, as when one backend is terminated.
-    void lose_first_connection_of(const detail::task_state* task) {
-        std::lock_guard lock(mutex_);
-        auto first = std::ranges::find_if(open_, [&](const detail::tx_state* tx) { return tx->owner == task; });
-        if (first == open_.end()) return;
-        kill(**first);
-        cv_.notify_all();
-    }
-
-    // ---- inspection of committed state (tests, demo, operators) ----
-    std::vector<sequence_instance> instances() const {
-        std::lock_guard lock(mutex_);
-        std::vector<sequence_instance> rows;
-        for (const auto& [id, row] : instances_) rows.push_back(row.row);
-        std::ranges::sort(rows, {}, &sequence_instance::id);
-        return rows;
-    }
-    std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) const {
-        std::lock_guard lock(mutex_);
-        auto by_sequence = instance_index_.find(sequence);
-        if (by_sequence == instance_index_.end()) return std::nullopt;
-        auto it = by_sequence->second.find(context_id);
-        if (it == by_sequence->second.end()) return std::nullopt;
-        return instances_.at(it->second).row;
-    }
-    std::vector<message_record> messages() const {
-        std::lock_guard lock(mutex_);
-        std::vector<message_record> rows;
-        for (std::size_t i = 0; i < messages_.size(); ++i)
-            if (messages_[i].exists) rows.push_back(messages_[i].record(static_cast<message_id>(i + 1)));
-        std::ranges::sort(rows, {}, &message_record::id);
-        return rows;
-    }
-    std::vector<message_record> messages_with_key(const claim_key& key) const {
-        std::lock_guard lock(mutex_);
-        std::vector<message_record> rows;
-        for_each_committed(key, [&](message_id id, const detail::stored_message& row) { rows.push_back(row.record(id)); });
-        std::ranges::sort(rows, {}, &message_record::id);
-        return rows;
-    }
-    bool has_claim(const claim_key& key) const {
-        std::lock_guard lock(mutex_);
-        auto it = claims_.find(key);
-        return it != claims_.end() && it->second.committed.has_value();
-    }
-    std::size_t claim_count() const {
-        std::lock_guard lock(mutex_);
-        return std::ranges::count_if(claims_, [](const auto& c) { return c.second.committed.has_value(); });
-    }
-    std::size_t open_transaction_count() const {
-        std::lock_guard lock(mutex_);
-        return open_.size();
-    }
-    std::optional<std::string> kv_get(const std::string& key) const {
-        std::lock_guard lock(mutex_);
-        auto it = kv_.find(key);
-        if (it == kv_.end()) return std::nullopt;
-        return it->second;
-    }
-
-    // ---- test support: the durability model (a server crash) ----
-    /// Commits that did not wait for their WAL flush and that no later flush covered yet.
-    std::size_t unflushed_commits() const {
-        std::lock_guard lock(mutex_);
-        return unflushed_.size();
-    }
-    /// A server crash and restart: the committed state rolls back to what was flushed plus the
-    /// first `keep` of the unflushed commits after it (the WAL writer flushes in the background
-    /// at any moment), id sequences with it; every open transaction dies as with a lost
-    /// connection. What lives in the processes (caches, job locks) is left as it is.
-    void crash(std::size_t keep) {
-        std::lock_guard lock(mutex_);
-        while (!open_.empty()) kill(*open_.front());
-        for (auto& tx : pool_) tx->flush_owed = false;  // a flush now reaches the restarted server only
-        if (keep < unflushed_.size()) restore(std::move(unflushed_[keep]));
-        unflushed_.clear();
-        cv_.notify_all();
-    }
+    // ---- inspection of committed state (tests, demo, operators; detail/views.hpp) ----
+    std::vector<sequence_instance> instances() const;
+    std::optional<sequence_instance> find_instance(const std::string& sequence, const std::string& context_id) const;
+    std::vector<message_record> messages() const;
+    std::vector<message_record> messages_with_key(const claim_key& key) const;
+    bool has_claim(const claim_key& key) const;
+    std::size_t claim_count() const;
+    std::size_t open_transaction_count() const;
 
 private:
     friend class transaction;
+    friend struct testing;  // the test hooks (memory/testing.hpp)
     using lock_guard = std::unique_lock<std::mutex>;
 
     void ensure_usable(detail::tx_state& tx) {
@@ -531,7 +301,7 @@ private:
 
     bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
 
-    // ---- durability (see crash) ----
+    // ---- durability (see testing::crash) ----
     /// The committed tables and id sequences before an unflushed commit: what a crash that loses
     /// that commit restores. Test states are small, so a copy per unflushed commit will do.
     struct committed_tables {
@@ -566,23 +336,12 @@ private:
     }
     committed_tables committed() const;
     void restore(committed_tables&& saved);
+    // Helpers of the other concepts (detail/actions.hpp, detail/views.hpp, detail/housekeeping.hpp).
+    pending_actions actions_of(instance_id instance) const;
     /// How much of its retention the instance has used at `now` (1 and more: expired).
-    static double used_share(const sequence_instance& i, timestamp now) {
-        const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
-        return whole > 0 ? std::chrono::duration<double>(now - i.created_at).count() / whole : 1.0;
-    }
-    pending_actions actions_of(instance_id instance) const {
-        seqinbox::pending_actions actions;
-        if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second;
-        for (message_id id : instances_.at(instance).messages)
-            if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.push_back(it->second);
-        return actions;
-    }
-    std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const {
-        std::vector<sequence_instance> rows;
-        for (instance_id id : ids) rows.push_back(instances_.at(id).row);
-        return rows;
-    }
+    static double used_share(const sequence_instance& i, timestamp now);
+    std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const;
+    /// The cascade of deleting an instance, with its messages, claims and requests.
     void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
 
     /// Ids of up to `limit` instances matching `pick`, ordered by `order_by`; the mutex is held.
@@ -996,61 +755,14 @@ inline void store::apply(detail::tx_state& tx) {
     }
 }
 
-inline bool store::referenced(instance_id id) const {
-    if (instance_locks_.contains(id)) return true;
-    return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
-        return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
-               std::ranges::any_of(tx->locks.claims, [&](auto* c) { return c->second.pending && c->second.pending->instance == id; });
-    });
-}
+}  // namespace seqinbox::memory
 
-inline void store::delete_instance(instance_id id) {
-    yield_point("instance.delete");
-    lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "instance.delete", [&] { return referenced(id); });
-    if (auto it = instances_.find(id); it != instances_.end()) {
-        erase_instance(it);
-        flush_wal();
-    }
-}
+// The store's other concepts, defined out of the class.
+#include "seqinbox/memory/detail/actions.hpp"
+#include "seqinbox/memory/detail/housekeeping.hpp"
+#include "seqinbox/memory/detail/views.hpp"
 
-inline bool store::remove_instance(instance_id id, const forward_waiting& forward) {
-    yield_point("instance.remove");
-    lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "instance.remove", [&] { return referenced(id); });
-    auto it = instances_.find(id);
-    if (it == instances_.end()) return false;
-    std::vector<message_record> waiting;
-    for (message_id m : it->second.messages)
-        if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
-    forward(it->second.row, waiting);  // under the store's mutex: no writer can slip in before the delete
-    erase_instance(it);
-    flush_wal();
-    return true;
-}
-
-inline void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
-    const instance_id id = it->first;
-    instance_actions_.erase(id);
-    for (message_id m : it->second.messages) {
-        message_actions_.erase(m);
-        auto& row = *committed_message(m);
-        auto [first, last] = messages_by_key_.equal_range(row.key_hash);
-        for (auto k = first; k != last; ++k)
-            if (k->second == m) {
-                messages_by_key_.erase(k);
-                break;
-            }
-        row = detail::stored_message{};
-    }
-    // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
-    for (const auto& key : it->second.claims)
-        if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
-            c->second.committed.reset();
-    instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
-    instances_.erase(it);
-    cv_.notify_all();
-}
+namespace seqinbox::memory {
 
 static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
 static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");

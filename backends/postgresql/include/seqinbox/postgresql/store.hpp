@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -110,12 +111,12 @@ public:
     /// flushes both; when it ends otherwise, rollback() flushes). See flush_every_commit.
     stored_as store_message_beside(transaction& claim, message_record row);
 
-    /// Operator actions (seqinbox::action_store), each one autocommitted UPDATE.
+    /// Operator actions (seqinbox::action_store; src/actions.cpp), each one autocommitted UPDATE.
     bool request_message_action(message_id id, message_action action, timestamp now);
     bool request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
-    /// Housekeeping (seqinbox::housekeeping_store). A job lock is a session advisory lock and
+    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is a session advisory lock and
     /// keeps one pooled connection while it lives.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
@@ -124,7 +125,7 @@ public:
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit);
     bool remove_instance(instance_id id, const forward_waiting& forward);
 
-    /// Read views (seqinbox::view_store).
+    /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
     std::vector<message_count> message_counts();
     std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit);
@@ -136,14 +137,29 @@ public:
     const store_options& options() const noexcept;
 
 private:
-    /// Runs `op(connection)` as one autocommitted statement on a leased connection.
+    // The way to a connection (store.cpp, beside the transaction), for every part of the store.
+    using connection_work = std::function<void(detail::connection&)>;
+    /// Runs `work` as one autocommitted statement on a leased connection.
+    void run_autocommitted(std::string_view doing, const connection_work& work);
+    /// Runs `work` inside `tx`, after the writes it deferred.
+    static void run_in(transaction& tx, std::string_view doing, const connection_work& work);
+    /// run_autocommitted returning what `op(connection)` returns (src/store_parts.hpp).
     template <class Op>
     auto autocommitted(std::string_view doing, Op&& op);
-    bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
-    template <class... Values>
-    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values);
+    /// The instance row matching `where` (with `keys` bound in order), read inside `tx`.
+    template <class... Keys>
+    static std::optional<sequence_instance> one_instance(transaction& tx, std::string_view doing, const std::string& where,
+                                                         const Keys&... keys);
+    /// Up to `limit` instance rows `sql` answers, `values` then the limit bound in order.
     template <class... Values>
     std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& sql, std::size_t limit, const Values&... values);
+
+    // Operator actions (src/actions.cpp).
+    bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
+    // Housekeeping (src/housekeeping.cpp).
+    template <class... Values>
+    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values);
+    // Read views (src/views.cpp).
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
 
     std::shared_ptr<detail::pool> pool_;
@@ -176,7 +192,7 @@ public:
     stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
     void close_instance(instance_id instance, timestamp now);
-    /// Operator actions: read under the instance lock; cleared with the commit.
+    /// Operator actions (src/actions.cpp): read under the instance lock; cleared with the commit.
     seqinbox::pending_actions pending_actions(instance_id instance);
     void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
     savepoint_id savepoint();

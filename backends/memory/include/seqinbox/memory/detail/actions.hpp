@@ -1,0 +1,54 @@
+#pragma once
+// Part of memory/store.hpp, which includes it at its end: operator actions
+// (seqinbox::action_store), committed at once like an UPDATE.
+#include <map>
+#include <vector>
+
+#include "seqinbox/memory/store.hpp"
+
+namespace seqinbox::memory {
+
+inline bool store::request_message_action(message_id id, message_action action, timestamp now) {
+    yield_point("action.request");
+    lock_guard lock(mutex_);
+    wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
+    const auto* row = committed_message(id);
+    if (row == nullptr || row->state != message_state::waiting) return false;
+    message_actions_.insert_or_assign(id, message_request{id, action, now});
+    flush_wal();
+    return true;
+}
+
+inline bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
+    yield_point("action.request");
+    lock_guard lock(mutex_);
+    wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
+    auto it = instances_.find(id);
+    if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
+    instance_actions_.insert_or_assign(id, instance_request{action, now});
+    flush_wal();
+    return true;
+}
+
+inline std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) const {
+    std::lock_guard lock(mutex_);
+    std::map<instance_id, timestamp> oldest;  // the oldest request of each instance
+    auto note = [&](instance_id id, timestamp at) {
+        auto [it, fresh] = oldest.try_emplace(id, at);
+        if (!fresh && at < it->second) it->second = at;
+    };
+    for (const auto& [id, request] : instance_actions_) note(id, request.requested_at);
+    for (const auto& [id, request] : message_actions_) note(committed_message(id)->instance, request.requested_at);
+    return instances_where_locked(limit, [&](const instance_row& r) { return oldest.contains(r.row.id); },
+                                  [&](const instance_row& r) { return oldest.at(r.row.id); });
+}
+
+inline pending_actions store::actions_of(instance_id instance) const {
+    seqinbox::pending_actions actions;
+    if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second;
+    for (message_id id : instances_.at(instance).messages)
+        if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.push_back(it->second);
+    return actions;
+}
+
+}  // namespace seqinbox::memory

@@ -1,0 +1,125 @@
+#pragma once
+// Part of memory/store.hpp, which includes it at its end: housekeeping
+// (seqinbox::housekeeping_store) and the cascade of deleting an instance.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/memory/store.hpp"
+
+namespace seqinbox::memory {
+
+class store::job_lock {
+public:
+    job_lock() = default;
+    job_lock(job_lock&& other) noexcept : store_(std::exchange(other.store_, nullptr)), job_(std::move(other.job_)) {}
+    job_lock& operator=(job_lock&& other) noexcept {
+        if (this != &other) {
+            release();
+            store_ = std::exchange(other.store_, nullptr);
+            job_ = std::move(other.job_);
+        }
+        return *this;
+    }
+    ~job_lock() { release(); }
+    explicit operator bool() const noexcept { return store_ != nullptr; }
+
+private:
+    friend class store;
+    job_lock(store* s, std::string job) : store_(s), job_(std::move(job)) {}
+    void release() noexcept {
+        if (store_ == nullptr) return;
+        std::lock_guard lock(store_->mutex_);
+        store_->running_jobs_.erase(job_);
+        store_ = nullptr;
+    }
+    store* store_ = nullptr;
+    std::string job_;
+};
+
+inline store::job_lock store::try_lock_job(const std::string& job) {
+    std::lock_guard lock(mutex_);
+    if (!running_jobs_.insert(job).second) return {};
+    return job_lock(this, job);
+}
+
+inline std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows,
+                                                        std::size_t limit) const {
+    auto window_passed = [&](const instance_row& r) {
+        const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
+        const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
+        return r.closed_at.value_or(r.row.created_at) + window <= now;
+    };
+    return instances_where(limit, [&](const instance_row& r) { return r.row.state == instance_state::closed && window_passed(r); },
+                           [](const instance_row& r) { return r.row.id; });
+}
+
+inline std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) const {
+    return instances_where(limit, [&](const instance_row& r) {
+        return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now;
+    }, [](const instance_row& r) { return *r.row.remove_after; });
+}
+
+inline std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
+    yield_point("instance.mark_expired");
+    std::lock_guard lock(mutex_);
+    std::vector<sequence_instance> marked;
+    for (auto id : instances_where_locked(limit, [&](const instance_row& r) {
+             return r.row.state == instance_state::open && !r.row.remove_after && r.row.retain_until < now && !instance_locks_.contains(r.row.id);
+         }, [](const instance_row& r) { return r.row.retain_until; })) {
+        auto& row = instances_.at(id).row;
+        row.remove_after = row.retain_until + delay;
+        marked.push_back(row);
+    }
+    if (!marked.empty()) flush_wal();
+    return marked;
+}
+
+inline bool store::referenced(instance_id id) const {
+    if (instance_locks_.contains(id)) return true;
+    return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
+        return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
+               std::ranges::any_of(tx->locks.claims, [&](auto* c) { return c->second.pending && c->second.pending->instance == id; });
+    });
+}
+
+inline bool store::remove_instance(instance_id id, const forward_waiting& forward) {
+    yield_point("instance.remove");
+    lock_guard lock(mutex_);
+    wait_while(lock, nullptr, "instance.remove", [&] { return referenced(id); });
+    auto it = instances_.find(id);
+    if (it == instances_.end()) return false;
+    std::vector<message_record> waiting;
+    for (message_id m : it->second.messages)
+        if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
+    forward(it->second.row, waiting);  // under the store's mutex: no writer can slip in before the delete
+    erase_instance(it);
+    flush_wal();
+    return true;
+}
+
+inline void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
+    const instance_id id = it->first;
+    instance_actions_.erase(id);
+    for (message_id m : it->second.messages) {
+        message_actions_.erase(m);
+        auto& row = *committed_message(m);
+        auto [first, last] = messages_by_key_.equal_range(row.key_hash);
+        for (auto k = first; k != last; ++k)
+            if (k->second == m) {
+                messages_by_key_.erase(k);
+                break;
+            }
+        row = detail::stored_message{};
+    }
+    // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
+    for (const auto& key : it->second.claims)
+        if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
+            c->second.committed.reset();
+    instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
+    instances_.erase(it);
+    cv_.notify_all();
+}
+
+}  // namespace seqinbox::memory

@@ -1,0 +1,138 @@
+#pragma once
+// Part of memory/store.hpp, which includes it at its end: read views (seqinbox::view_store) and
+// the inspection of committed state that tests, the demo and operators use.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/memory/store.hpp"
+
+namespace seqinbox::memory {
+
+inline std::vector<instance_count> store::instance_counts() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::pair<std::string, instance_state>, std::size_t> counts;
+    for (const auto& [id, row] : instances_) ++counts[{row.row.sequence, row.row.state}];
+    std::vector<instance_count> out;
+    for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+    return out;
+}
+
+inline std::vector<message_count> store::message_counts() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::pair<std::string, message_state>, std::size_t> counts;
+    for (const auto& row : messages_)
+        if (row.exists) ++counts[{row.type, row.state}];
+    std::vector<message_count> out;
+    for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+    return out;
+}
+
+inline std::vector<retention_count> store::retention_counts(timestamp now, double share) const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, retention_count> counts;
+    for (const auto& [id, row] : instances_) {
+        if (row.row.state != instance_state::open) continue;
+        auto& c = counts.try_emplace(row.row.sequence, retention_count{row.row.sequence}).first->second;
+        if (row.row.retain_until < now) ++c.expired;
+        else if (used_share(row.row, now) >= share) ++c.expiring;
+    }
+    std::vector<retention_count> out;
+    for (auto& [name, c] : counts) out.push_back(std::move(c));
+    return out;
+}
+
+inline std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) const {
+    std::lock_guard lock(mutex_);
+    return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
+                                          [](const instance_row& r) { return r.row.retain_until; }));
+}
+
+inline std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) const {
+    std::lock_guard lock(mutex_);
+    auto expiring = [&](const instance_row& r) {
+        return r.row.state == instance_state::open && now <= r.row.retain_until && used_share(r.row, now) >= share;
+    };
+    return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
+}
+
+inline std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) const {
+    std::lock_guard lock(mutex_);
+    auto by_sequence = instance_index_.find(sequence);
+    if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
+    const instance_row& row = instances_.at(by_sequence->second.at(context_id));
+    instance_view view{row.row, {}, actions_of(row.row.id)};
+    for (message_id m : row.messages)
+        if (const auto* message = committed_message(m)) {
+            view.messages.push_back(message->record(m));
+            view.messages.back().payload.reset();
+        }
+    return view;
+}
+
+inline double store::used_share(const sequence_instance& i, timestamp now) {
+    const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
+    return whole > 0 ? std::chrono::duration<double>(now - i.created_at).count() / whole : 1.0;
+}
+
+inline std::vector<sequence_instance> store::rows_of(const std::vector<instance_id>& ids) const {
+    std::vector<sequence_instance> rows;
+    for (instance_id id : ids) rows.push_back(instances_.at(id).row);
+    return rows;
+}
+
+inline std::vector<sequence_instance> store::instances() const {
+    std::lock_guard lock(mutex_);
+    std::vector<sequence_instance> rows;
+    for (const auto& [id, row] : instances_) rows.push_back(row.row);
+    std::ranges::sort(rows, {}, &sequence_instance::id);
+    return rows;
+}
+
+inline std::optional<sequence_instance> store::find_instance(const std::string& sequence, const std::string& context_id) const {
+    std::lock_guard lock(mutex_);
+    auto by_sequence = instance_index_.find(sequence);
+    if (by_sequence == instance_index_.end()) return std::nullopt;
+    auto it = by_sequence->second.find(context_id);
+    if (it == by_sequence->second.end()) return std::nullopt;
+    return instances_.at(it->second).row;
+}
+
+inline std::vector<message_record> store::messages() const {
+    std::lock_guard lock(mutex_);
+    std::vector<message_record> rows;
+    for (std::size_t i = 0; i < messages_.size(); ++i)
+        if (messages_[i].exists) rows.push_back(messages_[i].record(static_cast<message_id>(i + 1)));
+    std::ranges::sort(rows, {}, &message_record::id);
+    return rows;
+}
+
+inline std::vector<message_record> store::messages_with_key(const claim_key& key) const {
+    std::lock_guard lock(mutex_);
+    std::vector<message_record> rows;
+    for_each_committed(key, [&](message_id id, const detail::stored_message& row) { rows.push_back(row.record(id)); });
+    std::ranges::sort(rows, {}, &message_record::id);
+    return rows;
+}
+
+inline bool store::has_claim(const claim_key& key) const {
+    std::lock_guard lock(mutex_);
+    auto it = claims_.find(key);
+    return it != claims_.end() && it->second.committed.has_value();
+}
+
+inline std::size_t store::claim_count() const {
+    std::lock_guard lock(mutex_);
+    return std::ranges::count_if(claims_, [](const auto& c) { return c.second.committed.has_value(); });
+}
+
+inline std::size_t store::open_transaction_count() const {
+    std::lock_guard lock(mutex_);
+    return open_.size();
+}
+
+}  // namespace seqinbox::memory

@@ -1,0 +1,82 @@
+#pragma once
+// Private to seqinbox::postgresql: what the files of the store share. store.cpp holds the
+// transaction and the claim path, actions.cpp the operator actions, housekeeping.cpp the
+// housekeeping jobs, views.cpp the read views; each keeps its SQL beside the operation that
+// runs it. The parts outside store.cpp reach a connection only through store::run_autocommitted
+// and store::run_in (defined beside the transaction).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <soci/soci.h>
+
+#include "codec.hpp"
+#include "pipeline.hpp"
+#include "pool.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "statements.hpp"
+
+namespace seqinbox::postgresql {
+
+namespace detail {
+
+/// Runs `row` after executing `st`, once per fetched row.
+template <class Row>
+void for_each_row(soci::statement& st, Row&& row) {
+    for (bool more = st.execute(true); more; more = st.fetch()) row();
+}
+
+inline sequence_instance to_instance(const instance_columns& c) {
+    sequence_instance row{c.id,
+                          c.name,
+                          c.context_id,
+                          parse_instance_state(c.state),
+                          from_microseconds(c.created_at),
+                          from_microseconds(c.retain_until),
+                          {}};
+    if (c.remove_after_null == soci::i_ok) row.remove_after = from_microseconds(c.remove_after);
+    return row;
+}
+
+/// Queues the statements that clear the requests of `read` on `instance` still as read
+/// (actions.cpp): run with the commit of the transaction that executed them.
+void queue_actions_clearing(pipeline& batch, instance_id instance, const pending_actions& read);
+
+}  // namespace detail
+
+template <class Op>
+auto store::autocommitted(std::string_view doing, Op&& op) {
+    std::optional<std::invoke_result_t<Op&, detail::connection&>> answer;
+    run_autocommitted(doing, [&](detail::connection& c) { answer.emplace(op(c)); });
+    return std::move(*answer);
+}
+
+template <class... Keys>
+std::optional<sequence_instance> store::one_instance(transaction& tx, std::string_view doing, const std::string& where,
+                                                     const Keys&... keys) {
+    std::optional<sequence_instance> instance;
+    run_in(tx, doing, [&](detail::connection& c) {
+        detail::instance_columns row;
+        soci::statement st = detail::prepared_with(c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE " + where,
+                                                   detail::into_instance(row), soci::use(keys)...);
+        if (st.execute(true)) instance = detail::to_instance(row);
+    });
+    return instance;
+}
+
+template <class... Values>
+std::vector<sequence_instance> store::instances_where(std::string_view doing, const std::string& sql, std::size_t limit,
+                                                      const Values&... values) {
+    return autocommitted(doing, [&](detail::connection& c) {
+        detail::instance_columns row;
+        const auto max_rows = static_cast<long long>(limit);
+        soci::statement st = detail::prepared_with(c.session(), sql, detail::into_instance(row), soci::use(values)..., soci::use(max_rows));
+        std::vector<sequence_instance> rows;
+        detail::for_each_row(st, [&] { rows.push_back(detail::to_instance(row)); });
+        return rows;
+    });
+}
+
+}  // namespace seqinbox::postgresql
