@@ -1,5 +1,7 @@
 # Install rules for every component registered by seqinbox_add_component() (global property
-# SEQINBOX_COMPONENTS), their headers, schema/*.sql and the package config files.
+# SEQINBOX_COMPONENTS), their headers, schema/*.sql, the package config files and the seqinbox
+# program. Two install components, one Debian package each (cmake/SeqinboxPackage.cmake):
+# `program` (bin/seqinbox and the schema) and `development` (everything a C++ consumer needs).
 #
 # Each component gets its own export set seqinboxTargets-<name> and file
 # seqinbox-<name>-targets.cmake, so find_package(seqinbox COMPONENTS <name>) loads only that
@@ -126,31 +128,38 @@ endwhile()
 set(SEQINBOX_CONFIG_COMPONENTS "${_seqinbox_ordered}")
 list(REMOVE_DUPLICATES _seqinbox_modules)
 if(_seqinbox_modules)
-  install(FILES ${_seqinbox_modules} DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}/modules)
+  install(FILES ${_seqinbox_modules} DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}/modules COMPONENT development)
 endif()
 
 foreach(_seqinbox_c IN LISTS _seqinbox_components)
   install(TARGETS seqinbox_${_seqinbox_c} EXPORT seqinboxTargets-${_seqinbox_c}
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT development
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(EXPORT seqinboxTargets-${_seqinbox_c}
     NAMESPACE seqinbox::
     FILE seqinbox-${_seqinbox_c}-targets.cmake
-    DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR})
+    DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}
+    COMPONENT development)
   # Public headers only live in the include dir (private ones stay in src/), so install it all.
   get_property(_seqinbox_dir GLOBAL PROPERTY SEQINBOX_COMPONENT_${_seqinbox_c}_INCLUDE_DIR)
   file(REAL_PATH "${_seqinbox_dir}" _seqinbox_dir)  # a symlinked dir would be installed as the link
-  install(DIRECTORY "${_seqinbox_dir}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL)
+  install(DIRECTORY "${_seqinbox_dir}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL
+    COMPONENT development)
 endforeach()
 
 # Schema scripts; the directory is created even when there are none yet, so that
 # seqinbox_SCHEMA_DIR always names an existing directory.
 file(GLOB _seqinbox_schema CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/schema/*.sql")
-install(DIRECTORY DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR})
+install(DIRECTORY DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR} COMPONENT program)
 if(_seqinbox_schema)
-  install(FILES ${_seqinbox_schema} DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR})
+  install(FILES ${_seqinbox_schema} DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR} COMPONENT program)
+endif()
+
+# The seqinbox program (apps/seqinbox), when this build makes it.
+if(TARGET seqinbox_cli)
+  install(TARGETS seqinbox_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT program)
 endif()
 
 configure_package_config_file(
@@ -165,7 +174,8 @@ write_basic_package_version_file(
 install(FILES
   "${PROJECT_BINARY_DIR}/seqinboxConfig.cmake"
   "${PROJECT_BINARY_DIR}/seqinboxConfigVersion.cmake"
-  DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR})
+  DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}
+  COMPONENT development)
 
 foreach(_seqinbox_v IN ITEMS components ordered modules modules_of_c pending progress c deps pkgs ready d dir schema v)
   unset(_seqinbox_${_seqinbox_v})

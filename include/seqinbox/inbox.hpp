@@ -35,6 +35,7 @@
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/decode/concept.hpp"
 #include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/decision.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
@@ -44,8 +45,10 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/listener.hpp"
 #include "seqinbox/log/concept.hpp"
+#include "seqinbox/log/decision_text.hpp"
 #include "seqinbox/log/null_logger.hpp"
 #include "seqinbox/metrics/concept.hpp"
+#include "seqinbox/metrics/decision_counts.hpp"
 #include "seqinbox/metrics/null_metrics.hpp"
 #include "seqinbox/outcome.hpp"
 #include "seqinbox/policies.hpp"
@@ -271,19 +274,15 @@ private:
     }
 
     delivery_result reject(const envelope& record, rejection why, std::string reason, std::string type, std::string idempotence_id) {
-        log(log_level::warn, [&] { return "rejected " + detail::loggable_message(type, idempotence_id) + ": " + detail::loggable(reason); });
+        decision event = about(decision_kind::rejected, type, idempotence_id, {}, reason);
+        event.rejection = why;
+        decided(event);
         delivery_result result{outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0, why};
-        metrics_.failed(metric_type(result));
         sink_->publish({record, std::move(reason), result.qualified_type, result.idempotence_id, {}});
         return result;
     }
 
-    /// The one label metrics give a delivery: its qualified type, which is declared, or for a
-    /// rejected delivery why it was rejected. Never the record's own text: anyone can send types
-    /// that are long, invalid UTF-8 or new every time, and each would be a series of its own.
-    static std::string_view metric_type(const delivery_result& r) {
-        return r.outcome == outcome::rejected ? to_string(r.rejection) : std::string_view(r.qualified_type);
-    }
+    static std::string_view metric_type(const delivery_result& r) { return metric_label(r.qualified_type, r.rejection); }
 
     /// Step 2, the extractor returned no context id: the type's declared policy decides.
     delivery_result without_context_id(delivery& d) {
@@ -303,7 +302,9 @@ private:
             sink_->publish({d.record, listener_failure(), d.type->qualified, d.idempotence_id, {}});
             result.outcome = outcome::failed;
         }
-        log(log_level::info, [&] { return "not sequenced " + describe(d) + " -> " + std::string(to_string(result.outcome)); });
+        decision event = about(d, decision_kind::not_sequenced);
+        event.result = result.outcome;
+        decided(event);
         return result;
     }
 
@@ -317,19 +318,19 @@ private:
         bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
     };
 
-    static locked_instance lock(transaction& t1, instance_id instance) {
-        sequence_instance row = t1.lock_instance(instance);
-        types_by_state types = t1.message_types(instance);
-        return {std::move(row), detail::processed_set(std::move(types.processed)), std::move(types.waiting)};
+    static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
+
+    static locked_instance held(instance_lock lock) {
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting)};
     }
 
     /// Steps 3 to 7 of SPEC §2.
     delivery_result sequence(delivery& d) {
         const timestamp now = clock_.now();
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
-        auto [t1, claimed, locked, existing] = acquire_claim(d, now);
+        auto [t1, won, locked, existing] = acquire_claim(d, now);
         const claim_key key = d.key();
-        if (claimed == claim_outcome::already_claimed) {
+        if (!won) {
             t1.commit();
             return skipped(d, result, "already claimed");
         }
@@ -347,8 +348,7 @@ private:
             buffer(t1, instance, d, now);
             t1.commit();
             result.outcome = outcome::buffered;
-            log(log_level::info, [&] { return "buffered " + describe(d); });
-            metrics_.buffered(d.type->qualified);
+            decided(about(d, decision_kind::buffered));
             return result;
         }
         try {
@@ -364,7 +364,7 @@ private:
         require_alive(t1, d.type->qualified, d.idempotence_id, "while the listener ran");
         store_state(t1, d, row_for(instance, d, message_state::processed, now, false));
         result.outcome = outcome::processed;
-        log(log_level::info, [&] { return "processed " + describe(d); });
+        decided(about(d, decision_kind::processed));
         after_processed(t1, instance, d, locked, d.type->qualified, result);
         t1.commit();
         return result;
@@ -373,39 +373,36 @@ private:
     /// Only when the claim was won: the delivery's instance, locked, and the key's rows.
     struct claim_attempt {
         transaction t1;
-        claim_outcome outcome;
+        bool won;
         locked_instance locked;
         std::vector<message_record> existing;
     };
 
-    /// Step 3: the instance, the claim in a new T1 and, when won, the instance lock, then the
-    /// key's rows: read under the lock, they include what a release pass that replayed this key's
-    /// WAITING row (stored beside a claim transaction that died) stored before we got the lock.
+    /// Step 3: the instance, then the claim in a new T1 which, when won, holds the instance lock
+    /// and the key's rows (with insert_first read under the lock, so they include what a release
+    /// pass that replayed this key's WAITING row, stored beside a claim transaction that died,
+    /// stored before we got the lock).
     claim_attempt acquire_claim(const delivery& d, timestamp now) {
         for (int attempt = 1;; ++attempt) {
             const auto& seq = *d.type->sequence;
             sequence_instance instance = store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention);
             transaction t1 = store_->begin();
-            std::optional<claim_outcome> outcome = try_claim(t1, d, instance.id, now, attempt);
-            if (!outcome) continue;
-            if (*outcome == claim_outcome::already_claimed) return {std::move(t1), *outcome, {}, {}};
-            std::vector<message_record> existing;
-            if constexpr (claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
-            locked_instance locked = lock(t1, instance.id);
-            if (locked.row.sequence == seq.name && locked.row.context_id == d.context_id) {
-                if constexpr (!claim::checks_before_locking<Claim>) existing = t1.find_messages(d.key());
-                return {std::move(t1), *outcome, std::move(locked), std::move(existing)};
-            }
+            std::optional<claim_result> claimed = try_claim(t1, d, instance.id, now, attempt);
+            if (!claimed) continue;
+            if (!claimed->won) return {std::move(t1), false, {}, {}};
+            const sequence_instance& row = claimed->locked.row;
+            if (row.sequence == seq.name && row.context_id == d.context_id)
+                return {std::move(t1), true, held(std::move(claimed->locked)), std::move(claimed->rows)};
             t1.rollback();
-            reclaim_after_mismatch(d, locked.row, attempt);
+            reclaim_after_mismatch(d, row, attempt);
         }
     }
 
     /// The claim on `instance`; none when the instance was removed meanwhile and one more attempt
     /// may read it afresh (the store forgot it when the claim failed with SQLSTATE 23503).
-    std::optional<claim_outcome> try_claim(transaction& t1, const delivery& d, instance_id instance, timestamp now, int attempt) {
+    std::optional<claim_result> try_claim(transaction& t1, const delivery& d, instance_id instance, timestamp now, int attempt) {
         try {
-            return Claim::acquire(t1, d.key(), instance, now);
+            return Claim::acquire(t1, claim_request{d.key(), instance, now});
         } catch (const error& e) {
             if (attempt >= max_claim_attempts || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
             log(log_level::info, [&] { return "instance " + std::to_string(instance) + " of " + describe(d) + " was removed meanwhile; claiming again"; });
@@ -448,8 +445,7 @@ private:
     }
 
     delivery_result& skipped(const delivery& d, delivery_result& result, const char* why) {
-        log(log_level::info, [&] { return "skipped duplicate " + describe(d) + " (" + why + ")"; });
-        metrics_.duplicate(d.type->qualified);
+        decided(about(d, decision_kind::duplicate, why));
         return result;
     }
 
@@ -540,7 +536,7 @@ private:
     /// EXPIRE: PROCESSED without replay.
     void expire(transaction& t1, const message_record& row, const std::string& context_id) {
         state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
-        log(log_level::warn, [&] { return "expired " + detail::loggable_message(row.type, row.idempotence_id, context_id) + " by an operator: not replayed"; });
+        decided(about(decision_kind::expired, row.type, row.idempotence_id, context_id));
     }
 
     /// Stores the delivery's row in the state step. A FAILED row of the key takes the new state
@@ -575,8 +571,7 @@ private:
         warn_if_taken_over(store_->store_message(row_for(instance, d, message_state::failed, clock_.now(), false)), d);
         sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
         t1.rollback();
-        metrics_.failed(d.type->qualified);
-        log(log_level::warn, [&] { return "failed " + describe(d) + ": " + detail::loggable(reason); });
+        decided(about(d, decision_kind::failed, reason));
     }
 
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
@@ -633,7 +628,9 @@ private:
 
     void close(transaction& t1, instance_id instance, const std::string& context_id) {
         t1.close_instance(instance, clock_.now());
-        log(log_level::info, [&] { return "closed instance " + std::to_string(instance) + " context " + detail::loggable(context_id); });
+        decision event = about(decision_kind::closed, {}, {}, context_id);
+        event.instance = instance;
+        decided(event);
     }
 
     /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
@@ -659,10 +656,7 @@ private:
                 for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::failed, clock_.now());
                 Claim::forget(*tx, row.key());
             });
-            metrics_.failed(row.type);
-            log(log_level::warn, [&] {
-                return "release failed " + detail::loggable_message(row.type, row.idempotence_id, context_id) + ": " + detail::loggable(reason);
-            });
+            decided(about(decision_kind::release_failed, row.type, row.idempotence_id, context_id, reason));
             return false;
         }
         require_alive(t1, row.type, row.idempotence_id, "while a released listener ran");
@@ -670,8 +664,9 @@ private:
         state_step::run(*store_, t1, [&](transaction* tx) {
             for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
         });
-        metrics_.released(row.type, now - row.created_at);
-        log(log_level::info, [&] { return "released " + detail::loggable_message(row.type, row.idempotence_id, context_id); });
+        decision event = about(decision_kind::released, row.type, row.idempotence_id, context_id);
+        event.waited = now - row.created_at;
+        decided(event);
         return true;
     }
 
@@ -684,7 +679,7 @@ private:
     /// writes: a savepoint scopes them.
     void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
                         const std::string& idempotence_id, const std::string& context_id) {
-        if constexpr (Propagation::joins_claim_transaction) {
+        if constexpr (Propagation::joins_claim_transaction) {  // savepoints: only then required of the store
             auto point = t1.savepoint();
             try {
                 invoke(message, record, type, idempotence_id, context_id, true, &t1);
@@ -741,6 +736,21 @@ private:
     static std::string listener_failure() { return "listener failed: " + current_exception_text(); }
 
     static std::string describe(const delivery& d) { return detail::loggable_message(d.type->qualified, d.idempotence_id, d.context_id); }
+
+    static decision about(decision_kind kind, std::string_view type, std::string_view idempotence_id, std::string_view context_id,
+                          std::string_view reason = {}) {
+        return {kind, type, idempotence_id, context_id, reason, rejection::none, outcome::not_sequenced, 0, {}};
+    }
+
+    static decision about(const delivery& d, decision_kind kind, std::string_view reason = {}) {
+        return about(kind, d.type->qualified, d.idempotence_id, d.context_id, reason);
+    }
+
+    /// Every decision leaves the engine here: the metrics sink counts it, the logger reports it.
+    void decided(const decision& e) {
+        metrics::count(metrics_, e);
+        log::report(logger_, e);
+    }
 
     template <class Build>
     void log(log_level level, Build build) {

@@ -283,8 +283,8 @@ private:
 
 class traced_store::transaction {
 public:
-    bool insert_claim(const seqinbox::claim_key& key, seqinbox::instance_id instance, seqinbox::timestamp now) {
-        return traced("insert_claim", [&] { return inner().insert_claim(key, instance, now); });
+    seqinbox::claim_result claim(const seqinbox::claim_request& request) {
+        return traced("claim", [&] { return inner().claim(request); });
     }
     void delete_claim(const seqinbox::claim_key& key) {
         traced("delete_claim", [&] { inner().delete_claim(key); });
@@ -292,18 +292,12 @@ public:
     std::vector<seqinbox::message_record> find_messages(const seqinbox::claim_key& key) {
         return traced("find_messages", [&] { return inner().find_messages(key); });
     }
-    seqinbox::sequence_instance lock_instance(seqinbox::instance_id instance) {
+    seqinbox::instance_lock lock_instance(seqinbox::instance_id instance) {
         return traced("lock_instance", [&] { return inner().lock_instance(instance); });
-    }
-    seqinbox::types_by_state message_types(seqinbox::instance_id instance) {
-        return traced("message_types", [&] { return inner().message_types(instance); });
     }
     std::vector<seqinbox::message_record> waiting_messages(seqinbox::instance_id instance,
                                                            std::span<const std::string> types) {
         return traced("waiting_messages", [&] { return inner().waiting_messages(instance, types); });
-    }
-    void insert_message(const seqinbox::message_record& row) {
-        traced("insert_message", [&] { inner().insert_message(row); });
     }
     seqinbox::stored_as store_message(const seqinbox::message_record& row) {
         return traced("store_message", [&] { return inner().store_message(row); });

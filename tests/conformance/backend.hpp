@@ -5,7 +5,8 @@
 // `seqinbox::conformance::backend` below. A fixture object is created per test case and must give
 // that test a fresh, empty store (PostgreSQL: a fresh schema or truncated tables). It provides:
 //
-//   using store_type = ...;                    the Store policy (models seqinbox::store)
+//   using store_type = ...;                    the Store policy (models seqinbox::store; its
+//                                              transaction row_inserting_transaction, below)
 //   store_type store;                          fresh per fixture object
 // and derives from fixture_parts<store_type> (below) for the rest: the in-memory source and
 // error sink (they work with every backend), a manual clock whose copies share the time (the
@@ -67,9 +68,16 @@ struct fixture_parts {
     using inbox_type = seqinbox::basic_inbox<Store, memory::source, memory::error_sink, fixture_policies<Claim, Propagation>>;
 };
 
+/// Test support beyond the store contract: the suite sets rows up as they are, through
+/// `insert_message(row)` (deferred like any write whose result is not read). The engine never
+/// needs it: it stores rows through store_message.
+template <class T>
+concept row_inserting_transaction = requires(T& tx, const message_record& row) { tx.insert_message(row); };
+
 template <class B>
 concept backend =
     std::default_initializable<B> && seqinbox::store<typename B::store_type> &&
+    row_inserting_transaction<typename B::store_type::transaction> &&
     requires(B& b, const claim_key& key, typename B::store_type::transaction& tx, const std::string& text) {
         requires std::same_as<decltype(b.store), typename B::store_type>;
         requires std::same_as<decltype(b.source), memory::source>;

@@ -1419,7 +1419,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(store_message_keeps_one_row_per_key, Backend, back
     waiting.payload = si::testing::record("OrderCreated", "rebuffered", "o1");
     BOOST_TEST((b.store.store_message(waiting) == stored_as::updated));
     auto tx = b.store.begin();
-    const auto instance = tx.lock_instance(waiting.instance).id;
+    const auto instance = tx.lock_instance(waiting.instance).row.id;
     const std::string type = "OrderCreated";
     const auto rows = tx.waiting_messages(instance, std::span(&type, 1));
     tx.commit();
@@ -1432,14 +1432,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_step_beside_the_claim_transaction_is_seen_at_onc
     Backend b;
     const auto row = conf::order_row(b, "o1", "OrderCreated", "c1", si::message_state::processed);
     auto claim = b.store.begin();
-    BOOST_TEST_REQUIRE(claim.insert_claim(row.key(), row.instance, {}));
+    BOOST_TEST_REQUIRE(claim.claim({row.key(), row.instance, {}}).won);
     BOOST_TEST((b.store.store_message_beside(claim, row) == si::stored_as::inserted));
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});  // committed while the claim is open
     BOOST_TEST(claim.active());
     claim.rollback();
     expect_rows(b, "OrderCreated", "c1", {"PROCESSED"});
     auto redelivery = b.store.begin();
-    BOOST_TEST_REQUIRE(redelivery.insert_claim(row.key(), row.instance, {}));  // the claim went with the rollback
+    BOOST_TEST_REQUIRE(redelivery.claim({row.key(), row.instance, {}}).won);  // the claim went with the rollback
     BOOST_TEST((b.store.store_message_beside(redelivery, row) == si::stored_as::left_existing));
     redelivery.commit();
 }

@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     const auto other = store.create_or_get_instance("OrderSequence", "o2", now, now);
     const claim_key key{"OrderCreated", "c1"};
     auto first = store.begin();
-    BOOST_TEST(first.insert_claim(key, removed.id, now));
+    BOOST_TEST(first.claim({key, removed.id, now}).won);
     first.commit();
 
     auto holder = store.begin();
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     bool won = false;
     auto waiter = driver.spawn("W", [&] {
         auto tx = store.begin();
-        won = tx.insert_claim(key, other.id, now);
+        won = tx.claim({key, other.id, now}).won;
         tx.commit();
     });
     BOOST_TEST((driver.step(waiter) == task_status::blocked));

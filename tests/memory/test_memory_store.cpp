@@ -66,7 +66,7 @@ BOOST_FIXTURE_TEST_CASE(uncommitted_rows_are_invisible_to_other_transactions, fi
 BOOST_FIXTURE_TEST_CASE(rolled_back_and_destroyed_transactions_leave_nothing, fixture) {
     {
         auto tx = store.begin();
-        tx.insert_claim(key, instance.id, {});
+        tx.claim({key, instance.id, {}});
         tx.insert_message(row(message_state::waiting));
     }  // destroyed without commit
     auto tx = store.begin();
@@ -79,22 +79,22 @@ BOOST_FIXTURE_TEST_CASE(rolled_back_and_destroyed_transactions_leave_nothing, fi
 
 BOOST_FIXTURE_TEST_CASE(claim_insert_is_one_for_the_first_and_zero_once_committed, fixture) {
     auto first = store.begin();
-    BOOST_TEST(first.insert_claim(key, instance.id, {}));
-    BOOST_TEST(!first.insert_claim(key, instance.id, {}));  // own uncommitted claim conflicts too
+    BOOST_TEST(first.claim({key, instance.id, {}}).won);
+    BOOST_TEST(!first.claim({key, instance.id, {}}).won);  // own uncommitted claim conflicts too
     first.commit();
     auto second = store.begin();
-    BOOST_TEST(!second.insert_claim(key, instance.id, {}));
+    BOOST_TEST(!second.claim({key, instance.id, {}}).won);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_free_thread_waits_for_the_claim_holder_then_resolves, fixture) {
     for (bool holder_commits : {true, false}) {
         claim_key k{"A", holder_commits ? "commit" : "rollback"};
         auto holder = store.begin();
-        BOOST_TEST(holder.insert_claim(k, instance.id, {}));
+        BOOST_TEST(holder.claim({k, instance.id, {}}).won);
         std::atomic<bool> returned{false};
         auto waiter = std::async(std::launch::async, [&] {
             auto tx = store.begin();
-            bool won = tx.insert_claim(k, instance.id, {});
+            bool won = tx.claim({k, instance.id, {}}).won;
             returned = true;
             tx.commit();
             return won;
@@ -140,7 +140,7 @@ BOOST_FIXTURE_TEST_CASE(a_lost_connection_rolls_back_and_fails_later_calls, fixt
     memory::step_driver driver(store);
     auto t = driver.spawn("victim", [&] {
         auto tx = store.begin();
-        tx.insert_claim(key, instance.id, {});
+        tx.claim({key, instance.id, {}});
         tx.insert_message(row(message_state::processed));
         tx.commit();
     });
@@ -156,15 +156,15 @@ BOOST_FIXTURE_TEST_CASE(a_lost_connection_rolls_back_and_fails_later_calls, fixt
     BOOST_TEST(!store.has_claim(key));
     BOOST_TEST(store.messages().empty());
     auto fresh = store.begin();  // a new connection works
-    BOOST_TEST(fresh.insert_claim(key, instance.id, {}));
+    BOOST_TEST(fresh.claim({key, instance.id, {}}).won);
 }
 
 BOOST_FIXTURE_TEST_CASE(deleting_an_instance_cascades_to_claims_and_messages, fixture) {
     auto other = store.create_or_get_instance("S", "other", {}, {});
     auto tx = store.begin();
-    tx.insert_claim(key, instance.id, {});
+    tx.claim({key, instance.id, {}});
     tx.insert_message(row(message_state::waiting));
-    tx.insert_claim({"A", "2"}, other.id, {});
+    tx.claim({{"A", "2"}, other.id, {}});
     tx.commit();
     store.delete_instance(instance.id);
     BOOST_TEST(!store.has_claim(key));
@@ -172,7 +172,7 @@ BOOST_FIXTURE_TEST_CASE(deleting_an_instance_cascades_to_claims_and_messages, fi
     BOOST_TEST(store.messages().empty());
     BOOST_TEST(!store.find_instance("S", "ctx").has_value());
     auto late = store.begin();  // a reference to the removed instance is a foreign-key error
-    BOOST_TEST((category_of([&] { late.insert_claim({"A", "3"}, instance.id, {}); }) == error_category::retryable));
+    BOOST_TEST((category_of([&] { late.claim({{"A", "3"}, instance.id, {}}); }) == error_category::retryable));
 }
 
 BOOST_FIXTURE_TEST_CASE(rollback_to_savepoint_undoes_only_later_writes, fixture) {
@@ -180,7 +180,7 @@ BOOST_FIXTURE_TEST_CASE(rollback_to_savepoint_undoes_only_later_writes, fixture)
     tx.put("kept", "1");
     auto point = tx.savepoint();
     tx.put("undone", "2");
-    tx.insert_claim(key, instance.id, {});
+    tx.claim({key, instance.id, {}});
     tx.rollback_to(point);
     tx.commit();
     BOOST_TEST(store.kv_get("kept").value_or("") == "1");

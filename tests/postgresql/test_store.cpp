@@ -121,11 +121,11 @@ BOOST_AUTO_TEST_CASE(an_abandoned_claim_transaction_ends_after_the_idle_timeout)
     pg::store store(o);
     const auto inst = instance(store);
     auto stuck = store.begin();
-    BOOST_TEST(stuck.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    BOOST_TEST(stuck.claim({{"OrderCreated", "m-1"}, inst.id, {}}).won);
     std::this_thread::sleep_for(1500ms);  // the server ends the idle transaction on its own
 
     auto next = store.begin();
-    BOOST_TEST(next.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));  // the claim was released
+    BOOST_TEST(next.claim({{"OrderCreated", "m-1"}, inst.id, {}}).won);  // the claim was released
     next.commit();
     try {
         stuck.find_messages({"OrderCreated", "m-1"});
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_lost_connection_is_reported_and_replaced) {
     const auto inst = instance(store);
     {
         auto tx = store.begin();
-        BOOST_TEST(tx.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+        BOOST_TEST(tx.claim({{"OrderCreated", "m-1"}, inst.id, {}}).won);
         terminate_backend_of(tx, conninfo);
         try {
             tx.find_messages({"OrderCreated", "m-1"});
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(a_lost_connection_is_reported_and_replaced) {
     }
     BOOST_TEST(store.statistics().connections_replaced == 1u);
     auto again = store.begin();  // the pool of one opened a fresh connection
-    BOOST_TEST(again.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    BOOST_TEST(again.claim({{"OrderCreated", "m-1"}, inst.id, {}}).won);
     again.commit();
     BOOST_TEST(store.statistics().connections_opened == 2u);
 }
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(commit_after_a_failed_statement_of_the_listener_throws) {
     pg::store store(options());
     const auto inst = instance(store);
     auto tx = store.begin();
-    BOOST_TEST(tx.insert_claim({"OrderCreated", "m-1"}, inst.id, {}));
+    BOOST_TEST(tx.claim({{"OrderCreated", "m-1"}, inst.id, {}}).won);
     BOOST_CHECK_THROW(tx.session() << "SELECT no_such_column FROM sequence_instance", soci::soci_error);
     tx.insert_message(row(inst.id, "m-1"));
     try {
@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(commits_before_the_claim_transactions_commit_skip_the_wal_f
     const auto now = std::chrono::system_clock::now();
     const auto claim_with_step_beside = [&](const std::string& id) {
         auto t1 = store.begin();
-        BOOST_TEST_REQUIRE(t1.insert_claim({"OrderCreated", id}, inst.id, now));
+        BOOST_TEST_REQUIRE(t1.claim({{"OrderCreated", id}, inst.id, now}).won);
         BOOST_TEST((store.store_message_beside(t1, row(inst.id, id)) == si::stored_as::inserted));
         return t1;
     };
@@ -316,7 +316,7 @@ BOOST_AUTO_TEST_CASE(commits_before_the_claim_transactions_commit_skip_the_wal_f
     BOOST_TEST(rows("idempotence_id = 'r-1'") == 1);  // the step stays
     BOOST_TEST(unflushed() == 9u);
     auto without_step = store.begin();
-    BOOST_TEST_REQUIRE(without_step.insert_claim({"OrderCreated", "r-2"}, inst.id, now));
+    BOOST_TEST_REQUIRE(without_step.claim({{"OrderCreated", "r-2"}, inst.id, now}).won);
     before = round_trips(store);
     without_step.rollback();
     BOOST_TEST(round_trips(store) - before == 1u);
@@ -396,7 +396,7 @@ BOOST_AUTO_TEST_CASE(a_claim_on_an_instance_removed_elsewhere_is_retryable_and_f
     remove_elsewhere(*this, "o-1");
     auto tx = store.begin();
     try {
-        tx.insert_claim({"OrderCreated", "m-1"}, cached.id, {});
+        tx.claim({{"OrderCreated", "m-1"}, cached.id, {}});
         BOOST_FAIL("a claim on a removed instance succeeded");
     } catch (const si::error& e) {
         BOOST_TEST(to_string(e.category()) == "retryable");
@@ -407,7 +407,7 @@ BOOST_AUTO_TEST_CASE(a_claim_on_an_instance_removed_elsewhere_is_retryable_and_f
     const auto fresh = instance(store, "o-1");
     BOOST_TEST(fresh.id != cached.id);
     auto retry = store.begin();
-    BOOST_TEST(retry.insert_claim({"OrderCreated", "m-1"}, fresh.id, {}));
+    BOOST_TEST(retry.claim({{"OrderCreated", "m-1"}, fresh.id, {}}).won);
     retry.commit();
 }
 

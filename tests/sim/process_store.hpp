@@ -9,7 +9,7 @@
 // instance it locked (defect 1 of issue 17).
 //
 // The planted defect `instance_cache_after_crash` (planted.hpp) puts defect 1 back: the cache
-// outlives lost connections, and lock_instance reports the sequence and context the cache
+// outlives lost connections, and a claim's or lock_instance's locked row reports the sequence and context the cache
 // believed, as the engine effectively did before it verified the locked row.
 #include <map>
 #include <optional>
@@ -35,14 +35,16 @@ public:
     public:
         transaction(typename Store::transaction&& tx, process_store& owner) : Store::transaction(std::move(tx)), owner_(&owner) {}
 
-        bool insert_claim(const claim_key& key, instance_id instance, timestamp now) {
-            return owner_->forgetting_if_removed(instance, [&] { return Store::transaction::insert_claim(key, instance, now); });
+        claim_result claim(const claim_request& request) {
+            claim_result result = owner_->forgetting_if_removed(request.instance, [&] { return Store::transaction::claim(request); });
+            if (result.won) owner_->believed(result.locked.row);
+            return result;
         }
 
-        sequence_instance lock_instance(instance_id instance) {
-            sequence_instance row = owner_->forgetting_if_removed(instance, [&] { return Store::transaction::lock_instance(instance); });
-            owner_->believed(row);
-            return row;
+        instance_lock lock_instance(instance_id instance) {
+            instance_lock locked = owner_->forgetting_if_removed(instance, [&] { return Store::transaction::lock_instance(instance); });
+            owner_->believed(locked.row);
+            return locked;
         }
 
     private:

@@ -285,11 +285,11 @@ BOOST_AUTO_TEST_CASE(a_crash_keeps_the_flushed_commits_and_a_prefix_of_the_unflu
             memory::store s;
             const auto a = s.create_or_get_instance("S", "A", t, t);  // unflushed, until the claim's commit flushes it
             auto first = s.begin();
-            first.insert_claim({"T0", "a"}, a.id, t);
+            first.claim({{"T0", "a"}, a.id, t});
             first.commit();
             const auto b = s.create_or_get_instance("S", "B", t, t);  // unflushed 1
             auto claim = s.begin();
-            claim.insert_claim({"T0", "b"}, b.id, t);
+            claim.claim({{"T0", "b"}, b.id, t});
             s.store_message_beside(claim, processed_row(b.id, {"T0", "b"}));  // unflushed 2
             const auto c = s.create_or_get_instance("S", "C", t, t);          // unflushed 3
             BOOST_TEST(s.unflushed_commits() == 3u);
@@ -321,7 +321,7 @@ BOOST_AUTO_TEST_CASE(a_commit_that_waits_for_its_flush_makes_the_earlier_commits
     memory::store s;
     const auto a = s.create_or_get_instance("S", "A", t, t);
     auto claim = s.begin();
-    claim.insert_claim({"T0", "a"}, a.id, t);
+    claim.claim({{"T0", "a"}, a.id, t});
     s.store_message_beside(claim, processed_row(a.id, {"T0", "a"}));
     BOOST_TEST(s.unflushed_commits() == 2u);
     s.store_message(processed_row(a.id, {"T1", "x"}));  // REQUIRES_NEW: waits for its flush

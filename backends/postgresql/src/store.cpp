@@ -249,7 +249,6 @@ public:
     template <class Op>
     decltype(auto) guarded(std::string_view doing, Op&& op) {
         require_active();
-        forget_reads_ahead();
         try {
             conn_->count_round_trip();
             return op(*operator->());
@@ -292,25 +291,8 @@ public:
 
     void defer(deferred_write write) {
         require_active();
-        forget_reads_ahead();
         pending_.push_back(std::move(write));
     }
-
-    // What the engine asks next, sent in the round trip of the statement before (still each a
-    // statement of its own): the lock of the instance of a won claim; the rows of the key just
-    // claimed; the types of the instance just locked. Valid until the transaction sends or defers
-    // anything else.
-    void read_ahead(claim_key key, std::vector<message_record> rows) { rows_ahead_.emplace(std::move(key), std::move(rows)); }
-    void read_ahead(instance_id instance, types_by_state types) { types_ahead_.emplace(instance, std::move(types)); }
-    void read_ahead(sequence_instance locked, types_by_state types) {
-        read_ahead(locked.id, std::move(types));
-        lock_ahead_.emplace(locked.id, std::move(locked));
-    }
-
-    /// None once the connection is known lost: the read then fails as a statement would.
-    std::optional<std::vector<message_record>> rows_read_ahead(const claim_key& key) { return take_ahead(rows_ahead_, key); }
-    std::optional<types_by_state> types_read_ahead(instance_id instance) { return take_ahead(types_ahead_, instance); }
-    std::optional<sequence_instance> lock_taken_ahead(instance_id instance) { return take_ahead(lock_ahead_, instance); }
 
     void commit() {
         require_active();
@@ -359,7 +341,6 @@ public:
     }
 
     soci::session& session() {
-        forget_reads_ahead();  // the caller's statements may change what was read
         begin_if_needed();
         flush();
         return operator->()->session();
@@ -418,19 +399,6 @@ private:
         guarded(describe(w), [&](detail::connection& c) { execute(c, w); });
     }
 
-    template <class Key, class Value>
-    std::optional<Value> take_ahead(std::optional<std::pair<Key, Value>>& ahead, const Key& key) {
-        auto taken = std::exchange(ahead, std::nullopt);
-        if (!taken || taken->first != key || !active()) return std::nullopt;
-        return std::move(taken->second);
-    }
-
-    void forget_reads_ahead() noexcept {
-        rows_ahead_.reset();
-        types_ahead_.reset();
-        lock_ahead_.reset();
-    }
-
     bool in_failed_transaction() const { return operator->()->in_failed_transaction(); }
 
     void finish() noexcept {
@@ -457,9 +425,6 @@ private:
     bool steps_beside_unflushed_ = false;
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
-    std::optional<std::pair<claim_key, std::vector<message_record>>> rows_ahead_;
-    std::optional<std::pair<instance_id, types_by_state>> types_ahead_;
-    std::optional<std::pair<instance_id, sequence_instance>> lock_ahead_;
 };
 
 store::transaction::transaction(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -502,31 +467,32 @@ types_by_state types_of(const detail::result& r) {
 
 }  // namespace
 
-// BEGIN, the claim and what the engine does next after a won claim, on every path, travel
-// together, each its own statement: lock the instance (only when the claim was won), then read
-// the key's rows and the instance's message types. A lost claim costs the server two cheap reads.
-bool store::transaction::insert_claim(const claim_key& key, instance_id instance, timestamp now) {
+// BEGIN, the claim and, when it is won, the lock of the instance, the key's rows and the
+// instance's message types travel together in one round trip, each its own statement, so that
+// the reads see what the lock's previous holder stored. A lost claim costs the server two cheap
+// reads.
+claim_result store::transaction::claim(const claim_request& request) {
+    const claim_key& key = request.key;
     require_claim_key(key);
     auto& state = checked(impl_);
-    const std::string id = std::to_string(instance);
+    const std::string id = std::to_string(request.instance);
     std::size_t claim = 0, rows = 0, lock = 0, types = 0;
     std::vector<detail::result> answers;
     try {
         answers = state.batch("claiming a message", [&](detail::pipeline& batch) {
-            claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(now)});
+            claim = batch.statement(detail::claim_insert_sql(), {key.type, key.idempotence_id, id, microseconds_text(request.now)});
             lock = batch.statement(detail::instance_lock_if_claimed_sql(), {id, key.type, key.idempotence_id});
-            rows = queue_find(batch, key);  // after the lock: rows stored by its previous holder are seen
+            rows = queue_find(batch, key);
             types = batch.statement(detail::message_types_sql(), {id});
         });
     } catch (const error& e) {
         if (e.sqlstate() != instance_removed_sqlstate) throw;
-        state.instance_removed(instance, e.sqlstate());
+        state.instance_removed(request.instance, e.sqlstate());
     }
-    state.read_ahead(key, found_rows(answers[rows], key));
-    if (answers[lock].rows() == 1) state.read_ahead(instance_row(answers[lock]), types_of(answers[types]));
-    const bool won = answers[claim].affected() == 1;
-    if (won) state.claim_won();
-    return won;
+    if (answers[claim].affected() != 1) return {};
+    state.claim_won();
+    if (answers[lock].rows() != 1) state.instance_removed(request.instance);  // the claim's key-share lock forbids it
+    return {true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
@@ -537,17 +503,14 @@ void store::transaction::delete_claim(const claim_key& key) {
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
     require_claim_key(key);
     auto& state = checked(impl_);
-    if (auto rows = state.rows_read_ahead(key)) return std::move(*rows);
     std::size_t rows = 0;
     const auto answers = state.batch("reading sequenced messages", [&](detail::pipeline& batch) { rows = queue_find(batch, key); });
     return found_rows(answers[rows], key);
 }
 
-// The instance's types travel with the lock: the engine reads them next. They stay a statement
-// of their own, so that they are read after the lock was granted.
-sequence_instance store::transaction::lock_instance(instance_id instance) {
+// The instance's types travel with the lock, a statement of their own: read once it was granted.
+instance_lock store::transaction::lock_instance(instance_id instance) {
     auto& state = checked(impl_);
-    if (auto locked = state.lock_taken_ahead(instance)) return std::move(*locked);
     const std::string id = std::to_string(instance);
     std::size_t lock = 0, types = 0;
     const auto answers = state.batch("locking a sequence instance", [&](detail::pipeline& batch) {
@@ -555,15 +518,12 @@ sequence_instance store::transaction::lock_instance(instance_id instance) {
         types = batch.statement(detail::message_types_sql(), {id});
     });
     if (answers[lock].rows() == 0) state.instance_removed(instance);
-    state.read_ahead(instance, types_of(answers[types]));
-    return instance_row(answers[lock]);
+    return {instance_row(answers[lock]), types_of(answers[types])};
 }
 
 types_by_state store::transaction::message_types(instance_id instance) {
-    auto& state = checked(impl_);
-    if (auto types = state.types_read_ahead(instance)) return std::move(*types);
     std::size_t types = 0;
-    const auto answers = state.batch("reading message types", [&](detail::pipeline& batch) {
+    const auto answers = checked(impl_).batch("reading message types", [&](detail::pipeline& batch) {
         types = batch.statement(detail::message_types_sql(), {std::to_string(instance)});
     });
     return types_of(answers[types]);

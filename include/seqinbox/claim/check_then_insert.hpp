@@ -1,21 +1,25 @@
 #pragma once
+#include <utility>
+#include <vector>
+
 #include "seqinbox/claim/concept.hpp"
 
 namespace seqinbox::claim {
 
-/// The legacy behaviour the claim replaced: no claim at all. The only guard is the engine's
-/// lookup of an existing sequenced message (the "check") followed later by the row insert.
-/// Two concurrent deliveries both pass the check, so both invoke the listener. Kept so that
-/// tests can show that race; never use it in production.
+/// The legacy behaviour the claim replaced: no claim at all. The only guard is the lookup of an
+/// existing sequenced message (the "check"), made before the instance lock as the engine before
+/// the claim did, followed later by the row insert. Two concurrent deliveries both pass the
+/// check, so both invoke the listener. Kept so that tests can show that race; never use it in
+/// production. (Read under the lock, the rows would serialise duplicates of one context on
+/// their own and hide most of the race.)
 struct check_then_insert {
-    static constexpr bool checks_before_locking = true;
-
-    template <class Tx>
-    static claim_outcome acquire(Tx&, const claim_key&, instance_id, timestamp) {
-        return claim_outcome::claimed;
+    template <inbox_state_transaction Tx>
+    static claim_result acquire(Tx& tx, const claim_request& request) {
+        std::vector<message_record> rows = tx.find_messages(request.key);
+        return {true, tx.lock_instance(request.instance), std::move(rows)};
     }
 
-    template <class Tx>
+    template <inbox_state_transaction Tx>
     static void forget(Tx&, const claim_key&) {}
 };
 

@@ -1,8 +1,12 @@
 #pragma once
 // The logger policy. The engine builds a message only when `enabled(level)` is true. Messages
 // are one line: text from a record in them is escaped (seqinbox/detail/escaped_text.hpp).
+// A logger may also take the engine's decisions as events (decision_logger); one that does not
+// gets each decision as a line of text (seqinbox/log/decision_text.hpp).
 #include <concepts>
 #include <string_view>
+
+#include "seqinbox/decision.hpp"
 
 namespace seqinbox {
 
@@ -23,6 +27,13 @@ template <class L>
 concept logger = requires(L& l, log_level level, std::string_view message) {
     { l.enabled(level) } -> std::convertible_to<bool>;
     { l.log(level, message) } -> std::same_as<void>;
+};
+
+/// A logger that takes every decision as an event, whatever its level, instead of as a line of
+/// text; it still gets the engine's other messages (retries, anomalies) through `log`.
+template <class L>
+concept decision_logger = logger<L> && requires(L& l, const decision& event) {
+    { l.decided(event) } -> std::same_as<void>;
 };
 
 }  // namespace seqinbox

@@ -6,7 +6,16 @@
 #include <concepts>
 #include <string_view>
 
+#include "seqinbox/outcome.hpp"
+
 namespace seqinbox {
+
+/// The one label metrics give a message: its qualified type, which is declared, or for a
+/// rejected delivery why it was rejected. Never the record's own text: anyone can send types
+/// that are long, invalid UTF-8 or new every time, and each would be a series of its own.
+constexpr std::string_view metric_label(std::string_view qualified_type, rejection why) noexcept {
+    return why == rejection::none ? qualified_type : to_string(why);
+}
 
 template <class M>
 concept metrics_sink = requires(M& m, std::string_view type, std::chrono::nanoseconds d) {
@@ -18,6 +27,8 @@ concept metrics_sink = requires(M& m, std::string_view type, std::chrono::nanose
     { m.handled(type, d) } -> std::same_as<void>;   ///< one delivery took d end to end
 };
 // Optional, used when a sink has it: `m.action_executed(d)` — the pending operator actions of
-// one instance took d (basic_inbox::run_pending_actions).
+// one instance took d (basic_inbox::run_pending_actions); `m.decided(e)` — takes each decision
+// (seqinbox/decision.hpp) instead of the buffered, released, failed and duplicate calls it
+// implies (seqinbox/metrics/decision_counts.hpp).
 
 }  // namespace seqinbox

@@ -3,7 +3,11 @@
 // `P::run(store, t1, step)` calls `step(tx)` where `tx` is a pointer to the store transaction the
 // step must use (or nullptr when it runs outside any inbox transaction), and ends that
 // transaction if the policy opened it: commit when `step` returns, roll back when it throws.
+// A policy that joins the claim transaction needs a store with savepoints: the engine scopes
+// each replayed listener's writes in T1 by one, so that a failing replay undoes only its own.
 #include <concepts>
+
+#include "seqinbox/store/concept.hpp"
 
 namespace seqinbox {
 
@@ -18,6 +22,6 @@ template <class P, class Store>
 concept propagation_policy = requires(Store& store, typename Store::transaction& outer) {
     { P::joins_claim_transaction } -> std::convertible_to<bool>;
     P::run(store, outer, detail::probe_step<typename Store::transaction>{});
-};
+} && (!P::joins_claim_transaction || savepoint_transaction<typename Store::transaction>);
 
 }  // namespace seqinbox

@@ -4,21 +4,13 @@
 // A store hands out transactions. Every operation named here must have the semantics of the
 // PostgreSQL schema in schema/ under READ COMMITTED:
 //  - a transaction sees committed rows and its own writes, never another's uncommitted writes;
-//  - insert_claim is INSERT ... ON CONFLICT (message_type, idempotence_id) DO NOTHING: it returns
-//    true when this transaction inserted the key, false when a committed claim exists, and WAITS
-//    while another open transaction holds an uncommitted insert or delete of the same key; when
-//    it returns true, a store may already hold the lock of `instance` (taken after the claim, as
-//    lock_instance would): after a won claim the engine locks that instance next on every path,
-//    then reads the key's rows (find_messages) and the instance's types;
-//    when `instance` no longer exists it throws seqinbox::error(retryable) with SQLSTATE 23503;
-//  - lock_instance is SELECT ... FOR NO KEY UPDATE: it waits while another transaction holds it
-//    and keeps the lock until commit or rollback; it does not block row inserts of other
-//    transactions that reference the instance (FK key-share locks);
 //  - deleting an instance cascades to its claims and messages;
 //  - a lost connection rolls back the transaction and makes every later call on it throw
 //    seqinbox::error with category `connection`.
 // A transaction that is destroyed without commit() rolls back. commit() never hides a failure.
 // Writes whose result is not returned may be deferred to the transaction's next read or commit.
+// A transaction's operations come in three parts: the claim, the inbox state, and savepoints
+// (needed only by a Propagation policy that joins the claim transaction).
 #include <concepts>
 #include <optional>
 #include <span>
@@ -30,30 +22,27 @@
 
 namespace seqinbox {
 
-/// SQLSTATE (foreign_key_violation) of insert_claim on an instance that no longer exists.
+/// SQLSTATE (foreign_key_violation) of a claim on an instance that no longer exists.
 inline constexpr std::string_view instance_removed_sqlstate = "23503";
 
+/// The inbox state: the rows of instances and sequenced messages, and the transaction's end.
 template <class T>
-concept store_transaction =
+concept inbox_state_transaction =
     std::movable<T> &&
     requires(T& tx, const claim_key& key, instance_id instance, message_id id, timestamp now,
              const message_record& row, message_state state, std::span<const std::string> types) {
-        { tx.insert_claim(key, instance, now) } -> std::same_as<bool>;
-        /// A DELETE: removes the committed claim (waiting while another transaction deletes it);
-        /// another transaction's uncommitted insert is neither seen nor waited for.
-        { tx.delete_claim(key) } -> std::same_as<void>;
         /// Every row with this key: more than one can exist in databases older than the claim.
         { tx.find_messages(key) } -> std::same_as<std::vector<message_record>>;
-        { tx.lock_instance(instance) } -> std::same_as<sequence_instance>;
-        /// Distinct qualified types PROCESSED and WAITING in the instance. Read under the instance
-        /// lock, `waiting` is complete: WAITING rows are inserted under that lock (but for a state
+        /// SELECT ... FOR NO KEY UPDATE of the instance row: waits while another transaction holds
+        /// it and keeps it until commit or rollback; it does not block row inserts of other
+        /// transactions that reference the instance (FK key-share locks). Then, under the lock,
+        /// the distinct qualified types PROCESSED and WAITING in the instance: `waiting` is
+        /// complete while the lock is held, as WAITING rows are inserted under it (but for a state
         /// step that commits after its claim transaction died; that delivery's redelivery heals).
-        { tx.message_types(instance) } -> std::same_as<types_by_state>;
+        /// An instance that no longer exists throws seqinbox::error(retryable).
+        { tx.lock_instance(instance) } -> std::same_as<instance_lock>;
         /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
         { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
-        /// Inserts `row` (its id is ignored). The engine reads no result: a store may return the
-        /// new id, or defer the write to its next read or commit.
-        tx.insert_message(row);
         { tx.update_message_state(id, state, now) } -> std::same_as<void>;
         /// Stores the state of a delivered message, serialised per key: it holds an exclusive
         /// lock on `row.key()` until commit or rollback, waits while another transaction holds
@@ -66,14 +55,40 @@ concept store_transaction =
         /// step must each find the other's row rather than add a second.
         { tx.store_message(row) } -> std::same_as<stored_as>;
         { tx.close_instance(instance, now) } -> std::same_as<void>;
-        { tx.savepoint() };
-        { tx.rollback_to(tx.savepoint()) } -> std::same_as<void>;
         /// False once the transaction ended: committed, rolled back, or its connection lost
         /// (also when the loss surfaced in statements the listener ran on it).
         { tx.active() } -> std::convertible_to<bool>;
         { tx.commit() } -> std::same_as<void>;
         { tx.rollback() } -> std::same_as<void>;
     };
+
+/// The claim: one row per key in the claim table, whose primary key arbitrates concurrent
+/// deliveries of one message.
+template <class T>
+concept claim_transaction = requires(T& tx, const claim_request& request, const claim_key& key) {
+    /// INSERT ... ON CONFLICT (message_type, idempotence_id) DO NOTHING of `request.key`,
+    /// referencing `request.instance`. Lost when a committed claim of the key exists (or this
+    /// transaction's own); WAITS while another open transaction holds an uncommitted insert or
+    /// delete of the key. Won: then, in this order, it locks the instance as lock_instance does
+    /// and reads the key's rows as find_messages does, so that the rows include what the lock's
+    /// previous holder stored (a release pass that replayed the key's WAITING row). An instance
+    /// that no longer exists throws seqinbox::error(retryable) with SQLSTATE 23503.
+    { tx.claim(request) } -> std::same_as<claim_result>;
+    /// A DELETE: removes the committed claim (waiting while another transaction deletes it);
+    /// another transaction's uncommitted insert is neither seen nor waited for.
+    { tx.delete_claim(key) } -> std::same_as<void>;
+};
+
+/// SAVEPOINT and ROLLBACK TO SAVEPOINT: rolling back to a point undoes the writes and releases
+/// the locks (claims included) taken after it. Needed only to join the claim transaction.
+template <class T>
+concept savepoint_transaction = requires(T& tx) {
+    { tx.savepoint() };
+    { tx.rollback_to(tx.savepoint()) } -> std::same_as<void>;
+};
+
+template <class T>
+concept store_transaction = inbox_state_transaction<T> && claim_transaction<T>;
 
 template <class S>
 concept store = requires(S& s, typename S::transaction& claim, const std::string& name, timestamp t, const message_record& row) {

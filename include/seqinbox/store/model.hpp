@@ -68,6 +68,28 @@ struct message_record {
     claim_key key() const { return {type, idempotence_id}; }
 };
 
+/// What a transaction knows once it holds an instance's row lock: the row and the instance's
+/// types, read under the lock.
+struct instance_lock {
+    sequence_instance row;
+    types_by_state types;
+};
+
+/// A delivery's claim on its key, referencing the instance it is to be sequenced in.
+struct claim_request {
+    claim_key key;
+    instance_id instance = 0;
+    timestamp now{};
+};
+
+/// The answer to a claim_request. Only a won claim carries the rest: the instance locked with
+/// its types, and the key's rows read after the lock was taken.
+struct claim_result {
+    bool won = false;
+    instance_lock locked;
+    std::vector<message_record> rows;  ///< every row with the key (more than one in old databases)
+};
+
 /// What store_message did with the row it was given.
 enum class stored_as {
     inserted,       ///< no row had the key: the row was inserted

@@ -665,14 +665,15 @@ public:
         return !tx_->ended;
     }
 
-    bool insert_claim(const claim_key& key, instance_id instance, timestamp now) {
-        return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
-            detail::claim_slot& slot = s.hold_claim(lock, tx, key, "claim.insert");
-            if (slot.pending) return false;
-            s.require_instance(instance);
-            slot.pending = detail::claim_row{instance, now};
-            return true;
-        });
+    /// Three steps, each a point where a driven task parks: the claim insert, the instance lock
+    /// (itself two: the lock, then the types) and the key's rows.
+    claim_result claim(const claim_request& request) {
+        claim_result result;
+        result.won = insert_claim(request);
+        if (!result.won) return result;
+        result.locked = lock_instance(request.instance);
+        result.rows = find_messages(request.key);
+        return result;
     }
 
     void delete_claim(const claim_key& key) {
@@ -688,15 +689,17 @@ public:
         return run("message.find", [&](store& s, detail::tx_state& tx, lock_guard&) { return s.visible_messages(tx, key); });
     }
 
-    sequence_instance lock_instance(instance_id instance) {
-        return run("instance.lock", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+    instance_lock lock_instance(instance_id instance) {
+        sequence_instance row = run("instance.lock", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
             s.lock_instance_row(lock, tx, instance, "instance.lock");
             sequence_instance row = s.instances_.at(instance).row;
             if (detail::find_in(tx.writes.closings, instance, [](auto& p) { return p.first; })) row.state = instance_state::closed;
             return row;
         });
+        return {std::move(row), message_types(instance)};
     }
 
+    /// The instance's types as lock_instance reads them, without the lock (tests of visibility).
     types_by_state message_types(instance_id instance) {
         return run("message.types", [&](store& s, detail::tx_state& tx, lock_guard&) {
             s.require_instance(instance);
@@ -739,6 +742,7 @@ public:
         });
     }
 
+    /// Test support, not the store contract: inserts `row` as it is and returns its id.
     message_id insert_message(message_record row) {
         return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) { return s.insert_own(tx, std::move(row)); });
     }
@@ -851,6 +855,16 @@ public:
 private:
     friend class store;
     transaction(store& s, detail::tx_state* tx) : store_(&s), tx_(tx) {}
+
+    bool insert_claim(const claim_request& request) {
+        return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+            detail::claim_slot& slot = s.hold_claim(lock, tx, request.key, "claim.insert");
+            if (slot.pending) return false;
+            s.require_instance(request.instance);
+            slot.pending = detail::claim_row{request.instance, request.now};
+            return true;
+        });
+    }
 
     void end_quietly() noexcept {
         std::lock_guard lock(store_->mutex_);

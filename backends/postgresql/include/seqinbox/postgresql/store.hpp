@@ -13,10 +13,9 @@
 // sent with the transaction's next read or at commit; a transaction made of one such write runs
 // it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
 // which never hides a failure. Statements that follow each other share a round trip (libpq
-// pipeline mode), each still run on its own: BEGIN, the claim, the read of the claimed key's
-// rows, the instance lock (only when the claim was won) and the read of its message types; the
-// instance lock and the read of its types; deferred writes and COMMIT. What was read or locked
-// ahead answers the engine's next find_messages, lock_instance and message_types.
+// pipeline mode), each still run on its own: deferred writes, BEGIN, the claim, the instance lock
+// (only when the claim was won), the read of the claimed key's rows and of the instance's
+// message types; the instance lock and the read of its types; deferred writes and COMMIT.
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor libpq.
@@ -99,7 +98,7 @@ public:
     transaction begin();
 
     /// Answers from the instance cache when it can (the row as it was read then: only its id is
-    /// sure to be current, until the instance is removed; see insert_claim).
+    /// sure to be current, until the instance is removed; see transaction::claim).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
     /// Drops the instance from the instance cache (the engine found it to be another context's).
@@ -160,15 +159,18 @@ public:
     transaction& operator=(const transaction&) = delete;
     ~transaction();
 
-    /// Throws seqinbox::error(retryable, SQLSTATE 23503) when `instance` no longer exists, and
-    /// drops it from the instance cache.
-    bool insert_claim(const claim_key& key, instance_id instance, timestamp now);
+    /// One round trip. Throws seqinbox::error(retryable, SQLSTATE 23503) when the instance no
+    /// longer exists, and drops it from the instance cache.
+    claim_result claim(const claim_request& request);
     void delete_claim(const claim_key& key);
     /// Every row with the key, by id, without payloads (the engine reads ids and states).
     std::vector<message_record> find_messages(const claim_key& key);
-    sequence_instance lock_instance(instance_id instance);
+    /// One round trip: the lock, then the types.
+    instance_lock lock_instance(instance_id instance);
+    /// The instance's types as lock_instance reads them, without the lock (housekeeping).
     types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
     stored_as store_message(message_record row);

@@ -24,7 +24,10 @@
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/sequence.hpp"
+#include "seqinbox/decision.hpp"
+#include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/log/concept.hpp"
+#include "seqinbox/log/decision_text.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/memory/source.hpp"
@@ -210,8 +213,7 @@ envelope record_for(const logical_message& m, std::size_t service) {
 
 class trace {
 public:
-    trace(std::ostream& out, bool enabled, const scenario& s, const declarations<message>& decls, const memory::store& store)
-        : out_(&out), enabled_(enabled), store_(&store) {
+    trace(std::ostream& out, bool enabled, const scenario& s, const declarations<message>& decls) : out_(&out), enabled_(enabled) {
         for (const auto& m : s.messages) {
             order_of_.emplace(m.id, m.order);
             id_width_ = std::max(id_width_, m.id.size());
@@ -240,82 +242,45 @@ public:
         *out_ << text << '\n';
     }
 
-    /// Re-formats one line the engine logs at info level or above ("processed T/id context C",
-    /// "buffered ...", "released T/id", "skipped duplicate ... (why)", "failed ...: reason",
-    /// "release failed T/id: what", "closed instance N context C"). Unrecognised lines are kept verbatim.
-    void engine_line(std::string_view who, std::string_view text) {
-        static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> verbs{{
-            {"skipped duplicate ", "skipped"},
-            {"release failed ", "failed"},
-            {"processed ", "delivered"},
-            {"buffered ", "buffered"},
-            {"released ", "released"},
-            {"failed ", "failed"},
-            {"not sequenced ", "direct"},
-            {"rejected ", "rejected"},
-        }};
-        if (text.starts_with("closed instance ")) return closed(who, text.substr(16));
-        for (const auto& [prefix, verb] : verbs) {
-            if (!text.starts_with(prefix)) continue;
-            auto parsed = parse(text.substr(prefix.size()));
-            if (!parsed) break;
-            std::string detail = parsed->detail;
-            if (verb == "buffered") {
-                if (auto it = release_.find(parsed->type); it != release_.end()) detail = "until " + describe(it->second);
-            } else if (verb == "skipped") {
-                detail = "duplicate" + (detail.empty() ? "" : ", " + detail);
-            } else if (prefix == "release failed ") {
-                detail = "on release: " + detail + " -> error sink";
-            } else if (verb == "failed") {
-                detail += " -> error sink";
-            }
-            return line(who, verb, parsed->type, parsed->id, parsed->order, detail);
+    /// One line per decision of the engine, from its fields; a decision the trace has no verb
+    /// for, and the engine's other messages, are shown as the engine logs them.
+    void decided(std::string_view who, const decision& e) {
+        const std::string type = detail::loggable(e.qualified_type), id = detail::loggable(e.idempotence_id);
+        const std::string order = order_of(e);
+        const std::string reason = detail::loggable(e.reason);
+        switch (e.kind) {
+        case decision_kind::processed: return line(who, "delivered", type, id, order);
+        case decision_kind::buffered: return line(who, "buffered", type, id, order, until(e.qualified_type));
+        case decision_kind::released: return line(who, "released", type, id, order);
+        case decision_kind::duplicate: return line(who, "skipped", type, id, order, "duplicate, " + reason);
+        case decision_kind::failed: return line(who, "failed", type, id, order, reason + " -> error sink");
+        case decision_kind::release_failed: return line(who, "failed", type, id, order, "on release: " + reason + " -> error sink");
+        case decision_kind::rejected: return line(who, "rejected", type, id, order, reason);
+        case decision_kind::not_sequenced: return line(who, "direct", type, id, order, "-> " + std::string(to_string(e.result)));
+        case decision_kind::closed:
+            return line(who, "closed", "", "", order.empty() ? "instance " + std::to_string(e.instance) : order,
+                        "every declared type processed: instance CLOSED");
+        default: return logged(who, log::text_of(e));
         }
-        line(who, "log", text, "", "");
     }
+
+    void logged(std::string_view who, std::string_view text) { line(who, "log", text, "", ""); }
 
 private:
-    struct parsed_line {
-        std::string type, id, order, detail;
-    };
-
-    /// "T/id[ context C][ (detail)|: detail|...]".
-    std::optional<parsed_line> parse(std::string_view rest) const {
-        parsed_line p;
-        auto end = rest.find_first_of(" :");
-        auto key = rest.substr(0, end);
-        auto slash = key.find('/');
-        if (slash == std::string_view::npos) return std::nullopt;
-        p.type = key.substr(0, slash);
-        p.id = key.substr(slash + 1);
-        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
-        if (rest.starts_with(" context ")) {
-            rest.remove_prefix(9);
-            auto stop = rest.find_first_of(" :");
-            p.order = rest.substr(0, stop);
-            rest = stop == std::string_view::npos ? std::string_view{} : rest.substr(stop);
-        } else if (auto it = order_of_.find(p.id); it != order_of_.end()) {
-            p.order = it->second;
-        }
-        while (!rest.empty() && (rest.front() == ' ' || rest.front() == ':')) rest.remove_prefix(1);
-        if (rest.size() >= 2 && rest.front() == '(' && rest.back() == ')') rest = rest.substr(1, rest.size() - 2);
-        p.detail = rest;
-        return p;
+    /// The decision's context id, or the order its message belongs to when it has none.
+    std::string order_of(const decision& e) const {
+        if (!e.context_id.empty()) return detail::loggable(e.context_id);
+        const auto it = order_of_.find(e.idempotence_id);
+        return it != order_of_.end() ? it->second : std::string();
     }
 
-    /// "N context C": the context is taken from the store, so only N matters.
-    void closed(std::string_view who, std::string_view id_text) {
-        id_text = id_text.substr(0, id_text.find(' '));
-        std::string order;
-        for (const auto& instance : store_->instances())
-            if (std::to_string(instance.id) == id_text) order = instance.context_id;
-        line(who, "closed", "", "", order.empty() ? "instance " + std::string(id_text) : order,
-             "every declared type processed: instance CLOSED");
+    std::string until(std::string_view type) const {
+        const auto it = release_.find(type);
+        return it != release_.end() ? "until " + describe(it->second) : std::string();
     }
 
     std::ostream* out_;
     bool enabled_;
-    const memory::store* store_;
     std::map<std::string, std::string, std::less<>> order_of_;  // idempotence id -> order
     std::map<std::string, condition, std::less<>> release_;     // qualified type -> condition
     std::size_t id_width_ = 2;
@@ -323,19 +288,20 @@ private:
     std::mutex mutex_;
 };
 
-/// The logger policy of the demo's inboxes: hands the engine's decision lines to the trace,
-/// tagged with the service instance. Copies share the trace.
+/// The logger policy of the demo's inboxes: hands the engine's decisions and messages to the
+/// trace, tagged with the service instance. Copies share the trace.
 class trace_logger {
 public:
     trace_logger(trace& t, std::string_view who) : trace_(&t), who_(who) {}
     bool enabled(log_level level) const { return trace_->enabled() && level >= log_level::info; }
-    void log(log_level, std::string_view text) { trace_->engine_line(who_, text); }
+    void log(log_level, std::string_view text) { trace_->logged(who_, text); }
+    void decided(const decision& e) { trace_->decided(who_, e); }
 
 private:
     trace* trace_;
     std::string_view who_;
 };
-static_assert(logger<trace_logger>);
+static_assert(decision_logger<trace_logger>);
 
 struct demo_policies : default_policies {
     using clock = ::seqinbox::clocks::manual_clock;
@@ -641,7 +607,7 @@ bool run_demo(const demo_options& options, std::ostream& out) {
     memory::store store;
     memory::error_sink sink;
     clocks::manual_clock clock;
-    trace tr(out, !options.quiet, s, decls, store);
+    trace tr(out, !options.quiet, s, decls);
     listeners heard(tr, failing);
 
     std::vector<std::unique_ptr<service>> services;

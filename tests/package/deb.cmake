@@ -1,0 +1,106 @@
+# cmake -DBINARY_DIR=<build> -DWORK_DIR=<dir> -DCONFIG=<config> -DVERSION=<x.y.z> -DDECLARATION=<yaml> -P deb.cmake
+# The deb_package test: builds the Debian packages of BINARY_DIR with CPack, installs the
+# program's package on this machine with dpkg -i, runs /usr/bin/seqinbox from it and removes it.
+# Needs root (dpkg); exits 77 (skipped) otherwise. A package left installed by an earlier run,
+# or by hand, is removed first, so the program checked is the one this run installed.
+cmake_minimum_required(VERSION 3.25)
+set(program /usr/bin/seqinbox)
+execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT uid STREQUAL "0")
+  message(STATUS "deb_package: skipped, installing a package needs root (uid ${uid})")
+  cmake_language(EXIT 77)
+endif()
+
+# run(<var> COMMAND ...): runs the command; <var>_rc and <var>_out (stdout and stderr) hold the outcome.
+function(run var)
+  list(POP_FRONT ARGN)  # COMMAND
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  set(${var}_rc "${rc}" PARENT_SCOPE)
+  set(${var}_out "${out}" PARENT_SCOPE)
+endfunction()
+
+function(remove_installed)
+  foreach(package IN ITEMS seqinbox-dev seqinbox)
+    run(status COMMAND dpkg-query -W -f=\${Status} ${package})
+    if(status_out MATCHES " installed$")
+      run(remove COMMAND dpkg -r ${package})
+      if(NOT remove_rc EQUAL 0)
+        message(FATAL_ERROR "dpkg -r ${package} failed (${remove_rc}):\n${remove_out}")
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
+remove_installed()
+if(EXISTS "${program}")
+  message(FATAL_ERROR "${program} exists although no seqinbox package is installed: remove it first")
+endif()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+run(cpack COMMAND "${CMAKE_CPACK_COMMAND}" -G DEB -C "${CONFIG}" --config "${BINARY_DIR}/CPackConfig.cmake" -B "${WORK_DIR}")
+file(GLOB deb "${WORK_DIR}/seqinbox_*.deb")
+if(NOT cpack_rc EQUAL 0 OR NOT deb)
+  message(FATAL_ERROR "cpack -G DEB failed (${cpack_rc}) or made no seqinbox_*.deb:\n${cpack_out}")
+endif()
+run(fields COMMAND dpkg-deb --field "${deb}" Package Version Maintainer Depends)
+if(NOT fields_out MATCHES "Package: seqinbox\nVersion: ${VERSION}\nMaintainer: [^\n]+ <[^\n]+>\nDepends: [^\n]*libstdc\\+\\+6")
+  message(FATAL_ERROR "${deb}: unexpected control fields (name seqinbox, version ${VERSION}, "
+    "a maintainer and the runtime libraries expected):\n${fields_out}")
+endif()
+message(STATUS "${deb}:\n${fields_out}")
+
+# Every file `cmake --install` installs is in one of the packages: an install rule whose COMPONENT
+# no package takes would be left out silently.
+run(install_all COMMAND "${CMAKE_COMMAND}" --install "${BINARY_DIR}" --config "${CONFIG}" --prefix "${WORK_DIR}/prefix")
+file(GLOB_RECURSE installed RELATIVE "${WORK_DIR}/prefix" "${WORK_DIR}/prefix/*")
+file(GLOB debs "${WORK_DIR}/*.deb")
+set(packaged "")
+foreach(package_file IN LISTS debs)
+  run(contents COMMAND dpkg-deb --contents "${package_file}")
+  string(APPEND packaged "${contents_out}")
+endforeach()
+set(unpackaged "")
+foreach(file IN LISTS installed)
+  string(FIND "${packaged}" " ./usr/${file}\n" at)
+  if(at EQUAL -1)
+    list(APPEND unpackaged "${file}")
+  endif()
+endforeach()
+if(NOT install_all_rc EQUAL 0 OR NOT installed OR unpackaged)
+  list(JOIN unpackaged "\n  " unpackaged)
+  message(FATAL_ERROR "cmake --install (exit ${install_all_rc}) installs files that no package holds:\n  ${unpackaged}\n"
+    "packages ${debs}:\n${packaged}")
+endif()
+
+run(install COMMAND dpkg -i "${deb}")
+if(NOT install_rc EQUAL 0)
+  message(FATAL_ERROR "dpkg -i ${deb} failed (${install_rc}):\n${install_out}")
+endif()
+
+# Checks the installed program; the package is removed before any failure is reported.
+set(failures "")
+run(help COMMAND "${program}" --help)
+if(NOT help_rc EQUAL 0 OR NOT help_out MATCHES "usage: seqinbox <subcommand>.*\n  validate ")
+  string(APPEND failures "${program} --help: exit ${help_rc}, expected 0 and the list of subcommands:\n${help_out}\n")
+endif()
+run(validate COMMAND "${program}" validate "${DECLARATION}")
+if(NOT validate_rc EQUAL 0 OR NOT validate_out MATCHES ": valid, 1 sequence\n")
+  string(APPEND failures "${program} validate ${DECLARATION}: exit ${validate_rc}, expected 0 and 'valid, 1 sequence':\n${validate_out}\n")
+endif()
+run(version COMMAND "${program}" --version)
+if(NOT version_out STREQUAL "seqinbox ${VERSION}\n")
+  string(APPEND failures "${program} --version: expected 'seqinbox ${VERSION}', got:\n${version_out}\n")
+endif()
+run(schema COMMAND dpkg -L seqinbox)
+if(NOT schema_out MATCHES "\n/usr/share/seqinbox/schema/V1__[^\n]+\\.sql\n")
+  string(APPEND failures "the package installs no schema script under /usr/share/seqinbox/schema:\n${schema_out}\n")
+endif()
+
+remove_installed()
+if(EXISTS "${program}")
+  string(APPEND failures "dpkg -r seqinbox left ${program} behind\n")
+endif()
+if(failures)
+  message(FATAL_ERROR "${failures}")
+endif()
+message(STATUS "deb_package: installed ${deb}, ran seqinbox --help, --version and validate, removed it")
