@@ -5,6 +5,11 @@
 // poll_once and drain may be called from any number of threads at once, provided the policies
 // are thread-safe as documented by their concepts (the in-memory ones are). Several inbox objects
 // sharing one store behave like several service instances sharing one database.
+//
+// Policies: basic_inbox<Store, Source, ErrorSink, Policies = default_policies>. Policies is a
+// bundle of member types (claim, propagation, decoder, clock, metrics, logger; see
+// seqinbox/policies.hpp); derive from default_policies to override one. The stateful ones are
+// passed as one aggregate, last: `{.logger = log::stream_logger(std::clog)}`.
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -46,6 +51,7 @@
 #include "seqinbox/metrics/decision_counts.hpp"
 #include "seqinbox/metrics/null_metrics.hpp"
 #include "seqinbox/outcome.hpp"
+#include "seqinbox/policies.hpp"
 #include "seqinbox/propagation/concept.hpp"
 #include "seqinbox/propagation/not_supported.hpp"
 #include "seqinbox/propagation/required.hpp"
@@ -58,15 +64,33 @@
 
 namespace seqinbox {
 
-template <class Store, class Source, class ErrorSink, class Claim = claim::insert_first,
-          class Propagation = propagation::not_supported, class Decoder = decode::header_decoder,
-          class Clock = clocks::system_clock, class Metrics = metrics::null_metrics, class Logger = log::null_logger>
+template <class Store, class Source, class ErrorSink, class Policies = default_policies>
 class basic_inbox {
     static_assert(store<Store>, "seqinbox: the Store policy must model seqinbox::store (seqinbox/store/concept.hpp)");
     static_assert(message_source<Source>,
                   "seqinbox: the Source policy must model seqinbox::message_source (seqinbox/source/concept.hpp)");
     static_assert(error_sink<ErrorSink>,
                   "seqinbox: the ErrorSink policy must model seqinbox::error_sink (seqinbox/sink/concept.hpp)");
+    static_assert(requires { typename Policies::claim; },
+                  "seqinbox: the Policies bundle has no member type 'claim'; derive it from seqinbox::default_policies");
+    static_assert(requires { typename Policies::propagation; },
+                  "seqinbox: the Policies bundle has no member type 'propagation'; derive it from seqinbox::default_policies");
+    static_assert(requires { typename Policies::decoder; },
+                  "seqinbox: the Policies bundle has no member type 'decoder'; derive it from seqinbox::default_policies");
+    static_assert(requires { typename Policies::clock; },
+                  "seqinbox: the Policies bundle has no member type 'clock'; derive it from seqinbox::default_policies");
+    static_assert(requires { typename Policies::metrics; },
+                  "seqinbox: the Policies bundle has no member type 'metrics'; derive it from seqinbox::default_policies");
+    static_assert(requires { typename Policies::logger; },
+                  "seqinbox: the Policies bundle has no member type 'logger'; derive it from seqinbox::default_policies");
+
+    using Claim = typename Policies::claim;
+    using Propagation = typename Policies::propagation;
+    using Decoder = typename Policies::decoder;
+    using Clock = typename Policies::clock;
+    using Metrics = typename Policies::metrics;
+    using Logger = typename Policies::logger;
+
     static_assert(claim_strategy<Claim, typename Store::transaction>,
                   "seqinbox: the Claim policy must model seqinbox::claim_strategy (seqinbox/claim/concept.hpp)");
     static_assert(propagation_policy<Propagation, Store>,
@@ -84,10 +108,18 @@ public:
     using listener_fn = listener<message_type, transaction>;
     using declarations_type = declarations<message_type>;
 
-    basic_inbox(Store& store, Source& source, ErrorSink& sink, declarations_type decls, Decoder decoder = {},
-                Clock clock = {}, Metrics metrics = {}, Logger logger = {})
-        : store_(&store), source_(&source), sink_(&sink), catalog_(std::move(decls)), decoder_(std::move(decoder)),
-          clock_(std::move(clock)), metrics_(std::move(metrics)), logger_(std::move(logger)) {}
+    /// The stateful policy objects, each default-constructed unless given:
+    /// `inbox(store, source, sink, decls, {.logger = log::stream_logger(std::clog)})`.
+    struct policy_objects {
+        Decoder decoder{};
+        Clock clock{};
+        Metrics metrics{};
+        Logger logger{};
+    };
+
+    basic_inbox(Store& store, Source& source, ErrorSink& sink, declarations_type decls, policy_objects objects = {})
+        : store_(&store), source_(&source), sink_(&sink), catalog_(std::move(decls)), decoder_(std::move(objects.decoder)),
+          clock_(std::move(objects.clock)), metrics_(std::move(objects.metrics)), logger_(std::move(objects.logger)) {}
 
     basic_inbox(const basic_inbox&) = delete;
     basic_inbox& operator=(const basic_inbox&) = delete;

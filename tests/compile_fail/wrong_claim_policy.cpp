@@ -3,6 +3,10 @@
 
 struct not_a_claim_strategy {};
 
+struct policies : seqinbox::default_policies {
+    using claim = not_a_claim_strategy;
+};
+
 int main() {
-    return sizeof(seqinbox::memory::basic_inbox<not_a_claim_strategy>) > 0 ? 0 : 1;
+    return sizeof(seqinbox::memory::basic_inbox<policies>) > 0 ? 0 : 1;
 }

@@ -50,6 +50,13 @@
 
 namespace seqinbox::conformance {
 
+template <class Claim, class Propagation>
+struct fixture_policies : default_policies {
+    using claim = Claim;
+    using propagation = Propagation;
+    using clock = ::seqinbox::clocks::manual_clock;
+};
+
 /// The parts every fixture shares whatever its store: source, error sink, clock, inbox type.
 template <class Store>
 struct fixture_parts {
@@ -58,8 +65,7 @@ struct fixture_parts {
     clocks::manual_clock clock;
 
     template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
-    using inbox_type = seqinbox::basic_inbox<Store, memory::source, memory::error_sink, Claim, Propagation,
-                                             decode::header_decoder, clocks::manual_clock>;
+    using inbox_type = seqinbox::basic_inbox<Store, memory::source, memory::error_sink, fixture_policies<Claim, Propagation>>;
 };
 
 /// Test support beyond the store contract: the suite sets rows up as they are, through

@@ -48,7 +48,7 @@ using hook = std::function<void(const message&, const typename Inbox::context&)>
 
 template <class Inbox, class B>
 std::unique_ptr<Inbox> make_inbox(B& b, declarations<message> decls) {
-    return std::make_unique<Inbox>(b.store, b.source, b.error_sink, std::move(decls), decode::header_decoder{}, b.clock);
+    return std::make_unique<Inbox>(b.store, b.source, b.error_sink, std::move(decls), typename Inbox::policy_objects{.clock = b.clock});
 }
 
 /// Registers a listener for every declared type: it runs `before`, then records the call in `log`

@@ -14,8 +14,11 @@ struct counting_metrics {  // a policy of our own: any type with these members w
     void duplicate(std::string_view) {}
     void handled(std::string_view, nanoseconds) {}
 };
-using order_inbox = memory::basic_inbox<claim::insert_first, propagation::not_supported, decode::header_decoder,
-                                        clocks::system_clock, counting_metrics, log::stream_logger>;
+struct order_policies : default_policies {  // the defaults, but for the two named here
+    using metrics = counting_metrics;
+    using logger = log::stream_logger;
+};
+using order_inbox = memory::basic_inbox<order_policies>;
 
 int main() {
     auto by_key = [](const std::string&, const envelope& e) { return e.key; };
@@ -26,7 +29,7 @@ int main() {
     memory::store store;
     memory::source source;
     memory::error_sink dead_letters;
-    order_inbox inbox(store, source, dead_letters, decls, {}, {}, {}, log::stream_logger(std::cout));
+    order_inbox inbox(store, source, dead_letters, decls, {.logger = log::stream_logger(std::cout)});
     auto print = [](const std::string& body, const order_inbox::context&) { std::cout << "  listener: " << body << '\n'; };
     inbox.on("OrderCreated", print).on("OrderShipped", print);
     auto msg = [](std::string type, std::string id) {

@@ -18,10 +18,15 @@ using memory::task_status;
 
 namespace {
 
+template <class Claim>
+struct claim_policies : default_policies {
+    using claim = Claim;
+};
+
 /// Two service instances sharing one store, each delivering from its own task.
 template <class Claim>
 struct two_instances {
-    using inbox_type = memory::basic_inbox<Claim>;
+    using inbox_type = memory::basic_inbox<claim_policies<Claim>>;
 
     memory::store store;
     memory::source source;

@@ -74,10 +74,16 @@ struct event_metrics : call_metrics {
     void decided(const decision& e) { events->emplace_back(e); }
 };
 
+template <class Logger, class Metrics>
+struct world_policies : default_policies {
+    using clock = ::seqinbox::clocks::manual_clock;
+    using metrics = Metrics;
+    using logger = Logger;
+};
+
 template <class Logger, class Metrics = call_metrics>
 struct world {
-    using inbox_type = memory::basic_inbox<claim::insert_first, propagation::not_supported, decode::header_decoder,
-                                           clocks::manual_clock, Metrics, Logger>;
+    using inbox_type = memory::basic_inbox<world_policies<Logger, Metrics>>;
 
     memory::store store;
     memory::source source;
@@ -88,7 +94,7 @@ struct world {
     std::set<std::string> failing;  ///< idempotence ids whose listener throws
     inbox_type inbox;
 
-    explicit world(Logger l = {}) : logger(std::move(l)), inbox(store, source, sink, testing::order_declarations(), {}, clock, metrics, logger) {
+    explicit world(Logger l = {}) : logger(std::move(l)), inbox(store, source, sink, testing::order_declarations(), {.clock = clock, .metrics = metrics, .logger = logger}) {
         for (const auto& seq : inbox.declared().sequences)
             for (const auto& m : seq.messages)
                 inbox.on(m.qualified_type(), [this](const testing::message&, const typename inbox_type::context& c) {

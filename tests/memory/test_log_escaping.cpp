@@ -21,8 +21,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using logging_inbox = memory::basic_inbox<claim::insert_first, propagation::not_supported, decode::header_decoder,
-                                          clocks::manual_clock, metrics::null_metrics, log::stream_logger>;
+struct logging_policies : default_policies {
+    using clock = ::seqinbox::clocks::manual_clock;
+    using logger = ::seqinbox::log::stream_logger;
+};
+using logging_inbox = memory::basic_inbox<logging_policies>;
 
 /// A complete log line of its own after a newline, then a carriage return, an escape sequence,
 /// NEL (U+0085) and LINE SEPARATOR (U+2028): all valid UTF-8, so the store keeps such keys.
@@ -47,7 +50,7 @@ BOOST_AUTO_TEST_CASE(record_text_with_newlines_control_characters_and_invalid_ut
     memory::source source;
     memory::error_sink sink;
     clocks::manual_clock clock;
-    logging_inbox inbox(store, source, sink, testing::order_declarations(), {}, clock, {}, log::stream_logger(out));
+    logging_inbox inbox(store, source, sink, testing::order_declarations(), {.clock = clock, .logger = log::stream_logger(out)});
     for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderShipped"})
         inbox.on(type, [](const testing::message&, const logging_inbox::context&) {});
     inbox.on("OrderExpedited", [](const testing::message&, const logging_inbox::context&) { throw std::runtime_error("down" + forged); });

@@ -203,8 +203,11 @@ void check_histogram(const exposition& e, const std::string& family) {
 
 label_map of_type(const std::string& type) { return {{"type", type}}; }
 
-using prometheus_inbox = memory::basic_inbox<claim::insert_first, propagation::not_supported, decode::header_decoder,
-                                             clocks::manual_clock, prometheus_metrics>;
+struct prometheus_policies : default_policies {
+    using clock = ::seqinbox::clocks::manual_clock;
+    using metrics = prometheus_metrics;
+};
+using prometheus_inbox = memory::basic_inbox<prometheus_policies>;
 
 /// An order inbox whose OrderExpedited listener throws; time moves only when told.
 struct world {
@@ -213,7 +216,7 @@ struct world {
     memory::error_sink sink;
     clocks::manual_clock clock;
     std::shared_ptr<registry> shared = std::make_shared<registry>();
-    prometheus_inbox inbox{store, source, sink, testing::order_declarations(), {}, clock, prometheus_metrics(shared)};
+    prometheus_inbox inbox{store, source, sink, testing::order_declarations(), {.clock = clock, .metrics = prometheus_metrics(shared)}};
 
     world() {
         for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderShipped"})

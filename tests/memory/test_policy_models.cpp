@@ -43,6 +43,14 @@ struct logger {
     void log(log_level, std::string_view m) { lines.emplace_back(m); }
 };
 
+/// The policy bundle: the models above, with the listener in a transaction of its own.
+struct policies : default_policies {
+    using propagation = ::seqinbox::propagation::requires_new;
+    using decoder = models::decoder;
+    using clock = models::clock;
+    using logger = models::logger;
+};
+
 }  // namespace models
 
 static_assert(message_source<models::source>);
@@ -74,9 +82,7 @@ BOOST_AUTO_TEST_CASE(an_inbox_runs_on_user_models_of_every_policy) {
     memory::store store;
     models::source source;
     models::sink sink;
-    seqinbox::basic_inbox<memory::store, models::source, models::sink, claim::insert_first, propagation::requires_new,
-                          models::decoder, models::clock, metrics::null_metrics, models::logger>
-        inbox(store, source, sink, decls);
+    seqinbox::basic_inbox<memory::store, models::source, models::sink, models::policies> inbox(store, source, sink, decls);
     std::size_t seen = 0;
     inbox.on("A", [&](const std::size_t& length, const auto& ctx) {
         BOOST_TEST(ctx.transaction != nullptr);  // requires_new hands the listener a transaction

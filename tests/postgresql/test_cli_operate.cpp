@@ -7,8 +7,6 @@
 
 #include "cli_runner.hpp"
 #include "pg_test_support.hpp"
-#include "seqinbox/clock/system_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
@@ -31,7 +29,7 @@ struct populated {
     populated() : conninfo(pg_server::shared().create_database()), admin(soci::postgresql, conninfo) {
         pg::migrate(conninfo);
         store.emplace(pg::store_options{conninfo, 4});
-        inbox.emplace(*store, source, sink, si::testing::order_declarations(), si::decode::header_decoder{}, si::clocks::system_clock{});
+        inbox.emplace(*store, source, sink, si::testing::order_declarations());
         for (const auto& m : inbox->declared().sequences.front().messages) inbox->on(m.qualified_type(), [](auto&&, auto&&) {});
         for (const char* type : {"OrderValidated", "OrderPrepared", "OrderShipped"}) inbox->deliver(si::testing::record(type, "x-" + std::string(type), "o1"));
         for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"})

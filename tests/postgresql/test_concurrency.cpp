@@ -44,8 +44,13 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto patience = 30s;  // deadline of every wait for a state that must come
 
+template <class Propagation>
+struct propagation_policies : si::default_policies {
+    using propagation = Propagation;
+};
+
 template <class Propagation = si::propagation::not_supported>
-using pg_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first, Propagation>;
+using pg_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, propagation_policies<Propagation>>;
 
 /// What one delivery on a worker thread came to: a result, or the seqinbox::error it threw.
 struct attempt {

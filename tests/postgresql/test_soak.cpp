@@ -24,12 +24,11 @@
 #include <vector>
 
 #include "pg_test_support.hpp"
-#include "seqinbox/clock/system_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
+#include "seqinbox/postgresql/inbox.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "seqinbox/propagation/required.hpp"
 #include "support/order_check.hpp"
@@ -39,8 +38,10 @@ namespace pg = seqinbox::postgresql;
 namespace si = seqinbox;
 using seqinbox::test::count;
 using seqinbox::test::pg_server;
-using inbox_type = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first,
-                                   si::propagation::required>;
+struct soak_policies : si::default_policies {
+    using propagation = si::propagation::required;
+};
+using inbox_type = pg::inbox<si::memory::source, si::memory::error_sink, soak_policies>;
 
 namespace {
 
@@ -173,8 +174,7 @@ struct soak {
     }
 
     std::unique_ptr<inbox_type> make_inbox(pg::store& store) {
-        auto inbox = std::make_unique<inbox_type>(store, source, sink, si::testing::order_declarations(),
-                                                  si::decode::header_decoder{}, si::clocks::system_clock{});
+        auto inbox = std::make_unique<inbox_type>(store, source, sink, si::testing::order_declarations());
         for (const auto& type : order_types())
             inbox->on(type, [this](const std::string&, const inbox_type::context& ctx) {
                 if (failures.should_fail(ctx.qualified_type, ctx.idempotence_id)) throw std::runtime_error("injected failure");

@@ -14,7 +14,6 @@
 #include "seqinbox/postgresql/store.hpp"
 #include "support/world.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
@@ -241,7 +240,7 @@ BOOST_AUTO_TEST_CASE(rollback_to_a_savepoint_drops_later_writes_sent_or_not) {
 /// An inbox on `store` with a listener for every declared type.
 struct order_inbox {
     explicit order_inbox(pg::store& store)
-        : inbox(store, source, sink, si::testing::order_declarations(), si::decode::header_decoder{}, si::clocks::system_clock{}) {
+        : inbox(store, source, sink, si::testing::order_declarations()) {
         for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
     }
 

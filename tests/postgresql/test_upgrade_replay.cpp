@@ -29,9 +29,10 @@ using seqinbox::test::pg_server;
 
 namespace {
 
-using logged_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first,
-                                     si::propagation::not_supported, si::decode::header_decoder, si::clocks::system_clock,
-                                     si::metrics::null_metrics, si::log::stream_logger>;
+struct logged_policies : si::default_policies {
+    using logger = si::log::stream_logger;
+};
+using logged_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, logged_policies>;
 
 /// Inserts one sequenced_message row as a library without the claim table wrote it: with the
 /// record it came in (key, value, the two headers the decoder reads) for a replay.
@@ -96,7 +97,7 @@ struct replay_fixture : upgraded_database {
     si::memory::source source;
     si::memory::error_sink sink;
     std::ostringstream log_text;
-    logged_inbox inbox{store, source, sink, si::testing::order_declarations(), {}, {}, {}, si::log::stream_logger(log_text)};
+    logged_inbox inbox{store, source, sink, si::testing::order_declarations(), {.logger = si::log::stream_logger(log_text)}};
     si::testing::call_log calls;
     soci::session sql;
 };

@@ -28,6 +28,7 @@
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
+#include "seqinbox/postgresql/inbox.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "support/order_check.hpp"
 #include "support/iso_utc_time.hpp"
@@ -39,6 +40,10 @@ using namespace seqinbox::test;
 
 namespace {
 
+struct manual_clock_policies : si::default_policies {
+    using clock = si::clocks::manual_clock;
+};
+
 /// Stores `type` WAITING for its predecessors in an instance of `context` created two days ago,
 /// so past its 24 h retention.
 void buffer_in_expired_instance(const std::string& conninfo, const std::string& type, const std::string& id, const std::string& context) {
@@ -46,9 +51,8 @@ void buffer_in_expired_instance(const std::string& conninfo, const std::string& 
     si::memory::source source;
     si::memory::error_sink sink;
     si::clocks::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
-    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, si::claim::insert_first, si::propagation::not_supported,
-                    si::decode::header_decoder, si::clocks::manual_clock>
-        inbox(store, source, sink, si::testing::order_declarations(), {}, clock);
+    pg::inbox<si::memory::source, si::memory::error_sink, manual_clock_policies> inbox(store, source, sink, si::testing::order_declarations(),
+                                                                                       {.clock = clock});
     for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
     BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record(type, id, context)).outcome) == "buffered");
 }

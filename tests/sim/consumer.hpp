@@ -28,9 +28,14 @@
 
 namespace seqinbox::sim {
 
+template <class Claim>
+struct sim_policies : default_policies {
+    using claim = Claim;
+    using clock = ::seqinbox::clocks::manual_clock;
+};
+
 template <class Claim, class Store = memory::store>
-using sim_inbox = basic_inbox<process_store<Store>, memory::source, memory::error_sink, Claim, propagation::not_supported, decode::header_decoder,
-                              clocks::manual_clock>;
+using sim_inbox = basic_inbox<process_store<Store>, memory::source, memory::error_sink, sim_policies<Claim>>;
 
 /// The claim key a record carries (the header decoder's headers).
 inline claim_key key_of(const envelope& record) {
@@ -56,7 +61,7 @@ class consumer {
 public:
     consumer(std::size_t index, process_store<Store>& process, memory::error_sink& sink, const declarations<testing::message>& decls,
              clocks::manual_clock clock, listener_probe& probe)
-        : index_(index), process_(&process), inbox_(process, source, sink, decls, decode::header_decoder{}, clock), probe_(&probe) {
+        : index_(index), process_(&process), inbox_(process, source, sink, decls, {.clock = clock}), probe_(&probe) {
         for (const auto& m : decls.sequences.front().messages)
             inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim, Store>::context& ctx) {
                 listen(ctx.qualified_type, ctx.idempotence_id, ctx.context_id);

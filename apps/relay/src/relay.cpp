@@ -13,6 +13,7 @@
 #include "seqinbox/kafka/publisher.hpp"
 #include "seqinbox/log/stream_logger.hpp"
 #include "seqinbox/metrics/prometheus.hpp"
+#include "seqinbox/postgresql/inbox.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "seqinbox/relay/http_endpoint.hpp"
 #include "seqinbox/yaml/loader.hpp"
@@ -23,8 +24,11 @@ namespace {
 
 namespace pg = seqinbox::postgresql;
 
-using inbox_type = basic_inbox<pg::store, detail::watched_source, kafka::dead_letter_sink, claim::insert_first, propagation::not_supported,
-                               decode::header_decoder, clocks::system_clock, metrics::prometheus_metrics, log::stream_logger>;
+struct relay_policies : default_policies {
+    using metrics = ::seqinbox::metrics::prometheus_metrics;
+    using logger = ::seqinbox::log::stream_logger;
+};
+using inbox_type = pg::inbox<detail::watched_source, kafka::dead_letter_sink, relay_policies>;
 using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger>;
 
 /// After a failed poll a consumer thread waits this long, so that a database that is down is not
@@ -93,7 +97,8 @@ public:
           source_(source_options(), decls_, options_.input_topic),
           retries_(*metrics_.shared_registry()),
           watched_(source_, retries_),
-          inbox_(store_, watched_, dead_letters_, decls_, {options_.type_header, options_.idempotence_header}, {}, metrics_, logger_),
+          inbox_(store_, watched_, dead_letters_, decls_,
+                 {.decoder = {options_.type_header, options_.idempotence_header}, .metrics = metrics_, .logger = logger_}),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           http_(options_.http_port, routes()) {
         publish_released_messages();

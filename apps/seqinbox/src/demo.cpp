@@ -303,8 +303,11 @@ private:
 };
 static_assert(decision_logger<trace_logger>);
 
-using demo_inbox = memory::basic_inbox<claim::insert_first, propagation::not_supported, decode::header_decoder,
-                                       clocks::manual_clock, metrics::null_metrics, trace_logger>;
+struct demo_policies : default_policies {
+    using clock = ::seqinbox::clocks::manual_clock;
+    using logger = trace_logger;
+};
+using demo_inbox = memory::basic_inbox<demo_policies>;
 
 // ---------------------------------------------------------------------------------------------
 // What the listeners saw, and the injected failure.
@@ -611,8 +614,8 @@ bool run_demo(const demo_options& options, std::ostream& out) {
     for (std::size_t i = 0; i < service_names.size(); ++i) {
         auto svc = std::make_unique<service>();
         svc->index = i;
-        svc->inbox = std::make_unique<demo_inbox>(store, svc->source, sink, decls, decode::header_decoder{}, clock,
-                                                  metrics::null_metrics{}, trace_logger(tr, service_names[i]));
+        svc->inbox = std::make_unique<demo_inbox>(store, svc->source, sink, decls,
+                                                  demo_inbox::policy_objects{.clock = clock, .logger = trace_logger(tr, service_names[i])});
         for (const auto& seq : decls.sequences)
             for (const auto& m : seq.messages)
                 svc->inbox->on(m.qualified_type(), [&heard, i](const message&, const demo_inbox::context& ctx) { heard.handle(i, ctx); });
