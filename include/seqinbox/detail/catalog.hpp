@@ -66,11 +66,13 @@ catalog<Message>::catalog(declarations<Message> decls) : decls_(std::move(decls)
         for (const auto& msg : seq.messages)
             types_.emplace(msg.qualified_type(), type_entry{&seq, &msg, msg.qualified_type(), {}, &names});
     }
-    for (auto& [name, entry] : types_)
-        entry.declaration->release.for_each_predecessor([&](const std::string& predecessor) {
+    for (auto& named : types_) {  // not a structured binding: clang 14 (the fuzz build) cannot capture one
+        const std::string& name = named.first;
+        named.second.declaration->release.for_each_predecessor([&](const std::string& predecessor) {
             auto& deps = types_.at(predecessor).dependents;
             if (std::ranges::find(deps, name) == deps.end()) deps.push_back(name);
         });
+    }
 }
 
 // Messages decoded as text (decode::header_decoder's): compiled in src/detail/catalog.cpp.
