@@ -49,11 +49,7 @@ public:
     const std::vector<std::string>& details() const noexcept { return details_; }
 
 private:
-    static std::string join(const std::string& summary, const std::vector<std::string>& details) {
-        std::string text = summary;
-        for (const auto& d : details) text += "\n  - " + d;
-        return text;
-    }
+    static std::string join(const std::string& summary, const std::vector<std::string>& details);
 
     error_category category_;
     std::string sqlstate_;
@@ -61,14 +57,6 @@ private:
 };
 
 /// The text of the exception being handled (call it in a catch block), whatever its type.
-inline std::string current_exception_text() {
-    try {
-        throw;
-    } catch (const std::exception& e) {
-        return e.what();
-    } catch (...) {
-        return "an exception that is not a std::exception";
-    }
-}
+std::string current_exception_text();
 
 }  // namespace seqinbox

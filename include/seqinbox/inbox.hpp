@@ -24,11 +24,6 @@
 #include <utility>
 #include <vector>
 
-#include <range/v3/range/conversion.hpp>
-#include <range/v3/view/filter.hpp>
-#include <range/v3/view/join.hpp>
-#include <range/v3/view/transform.hpp>
-
 #include "seqinbox/claim/concept.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/concept.hpp"
@@ -214,11 +209,10 @@ private:
         if (ready_.load(std::memory_order_acquire)) return;
         std::lock_guard lock(ready_mutex_);
         if (ready_.load()) return;
-        namespace views = ::ranges::views;
-        auto missing = catalog_.declared().sequences | views::transform(&sequence_declaration<message_type>::messages) |
-                       views::join | views::transform(&message_declaration<message_type>::qualified_type) |
-                       views::filter([this](const std::string& type) { return !listeners_.contains(type); }) |
-                       ::ranges::to<std::vector>();
+        std::vector<std::string> missing;
+        for (const auto& seq : catalog_.declared().sequences)
+            for (const auto& msg : seq.messages)
+                if (!listeners_.contains(msg.qualified_type())) missing.push_back(msg.qualified_type());
         if (!missing.empty()) throw error(error_category::misuse, "no listener registered for declared types", missing);
         ready_.store(true, std::memory_order_release);
     }

@@ -364,3 +364,29 @@ BOOST_AUTO_TEST_CASE(reports_every_problem) {
     const auto details = rejection_details(d);
     BOOST_TEST(details.size() == 9u);
 }
+
+// ---- the release fixpoint and the condition renderer, shared by validation, `seqinbox validate` and the demo ----
+
+BOOST_AUTO_TEST_CASE(release_order_lists_types_round_by_round_in_declaration_order) {
+    // Round 1: A and C (no predecessor); round 2: D (after C) and B (after A), by declaration.
+    const auto s = seq("S", {msg("D", after("C")), msg("B", after("A")), msg("A"), msg("C"),
+                             msg("E", all_of({after("B"), any_of({after("D"), after("Z")})}))});
+    BOOST_TEST(si::release_order(s) == (std::vector<std::size_t>{2, 3, 0, 1, 4}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(release_order_leaves_out_what_never_releases_and_repeated_types) {
+    // B and C wait for each other; the second A is a repeat; the message without a type is skipped.
+    const auto s = seq("S", {msg("A"), msg("B", after("C")), msg("C", after("B")), msg("A"), msg("", after("A")),
+                             msg("D", any_of({}))});
+    BOOST_TEST(si::release_order(s) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(describe_writes_a_condition_in_calls_or_in_words) {
+    const auto c = all_of({after("A"), any_of({after("B"), after("C")})});
+    BOOST_TEST(si::describe(c) == "all_of(after A, any_of(after B, after C))");
+    BOOST_TEST(si::describe(c, si::condition_notation::words) == "A and (B or C)");
+    BOOST_TEST(si::describe(si::condition{}) == "always");
+    BOOST_TEST(si::describe(si::condition{}, si::condition_notation::words) == "nothing");
+    BOOST_TEST(si::describe(after("A"), si::condition_notation::words) == "A");
+    BOOST_TEST(si::describe(any_of({})) == "any_of()");
+}

@@ -228,7 +228,7 @@ private:
         std::string before;
         for (const auto& t : done) before += (before.empty() ? "" : ",") + t;
         log_->add("listener_out_of_order", "listener of " + text(key) + " in " + context + " started before '" +
-                                               detail::describe(release) + "' held (succeeded: " +
+                                               describe(release) + "' held (succeeded: " +
                                                (before.empty() ? "none" : before) + ")");
     }
 

@@ -143,7 +143,7 @@ void print_trace(const std::vector<std::string>& lines, std::size_t last_step) {
 
 void print_declaration(const scenario& s) {
     for (const auto& m : s.decls.sequences.front().messages)
-        std::cout << "declared " << m.qualified_type() << ' ' << seqinbox::detail::describe(m.release) << '\n';
+        std::cout << "declared " << m.qualified_type() << ' ' << seqinbox::describe(m.release) << '\n';
 }
 
 /// The first violation that is not a known issue (the run has one).

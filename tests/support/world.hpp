@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "seqinbox/declare/example.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/envelope.hpp"
 
@@ -16,32 +17,14 @@ namespace seqinbox::testing {
 using message = std::string;
 
 /// The record key is the context id; no key or an empty one means "no context id".
-inline context_id_extractor<message> key_as_context() {
-    return [](const message&, const envelope& e) { return e.key; };
-}
+inline context_id_extractor<message> key_as_context() { return example::record_key<message>(); }
 
 inline message_declaration<message> declare(std::string type, condition release = {}, std::string subtype = {}) {
-    message_declaration<message> m;
-    m.type = std::move(type);
-    m.subtype = std::move(subtype);
-    m.context_id = key_as_context();
-    m.release = std::move(release);
-    return m;
+    return example::keyed_message<message>(std::move(type), std::move(release), std::move(subtype));
 }
 
-/// Created; Validated and Prepared after Created; Expedited after Created;
-/// Shipped after Validated and (Prepared or Expedited).
-inline declarations<message> order_declarations() {
-    sequence_declaration<message> seq;
-    seq.name = "OrderSequence";
-    seq.retention = std::chrono::hours(24);
-    seq.messages = {declare("OrderCreated"), declare("OrderValidated", after("OrderCreated")),
-                    declare("OrderPrepared", after("OrderCreated")), declare("OrderExpedited", after("OrderCreated")),
-                    declare("OrderShipped", all_of({after("OrderValidated"), any_of({after("OrderPrepared"), after("OrderExpedited")})}))};
-    declarations<message> d;
-    d.sequences.push_back(std::move(seq));
-    return d;
-}
+/// The order sequence of seqinbox/declare/example.hpp.
+inline declarations<message> order_declarations() { return example::order_declarations<message>(); }
 
 inline envelope record(const std::string& type, const std::string& idempotence_id, const std::string& context_id,
                        std::string value = {}) {

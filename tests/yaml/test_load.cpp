@@ -20,7 +20,7 @@ seqinbox::declarations<message> load(const std::string& name) {
     return seqinbox::yaml::load_file(valid_file(name), app_registry());
 }
 
-std::string render(const condition& c) { return seqinbox::detail::describe(c); }
+std::string render(const condition& c) { return seqinbox::describe(c); }
 
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include "options.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/example.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/decision.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
@@ -70,48 +71,6 @@ public:
 private:
     std::uint64_t state_;
 };
-
-// ---------------------------------------------------------------------------------------------
-// The declaration: the demo's own, checked against by the verification.
-
-message_declaration<message> declare(std::string type, condition release = {}) {
-    message_declaration<message> m;
-    m.type = std::move(type);
-    m.release = std::move(release);
-    m.context_id = [](const message&, const envelope& e) -> std::optional<std::string> {
-        return e.key;  // the record key is the order id
-    };
-    return m;
-}
-
-declarations<message> order_declarations() {
-    sequence_declaration<message> seq;
-    seq.name = std::string(sequence_name);
-    seq.retention = std::chrono::hours(24);
-    seq.messages = {declare("OrderCreated"), declare("OrderValidated", after("OrderCreated")),
-                    declare("OrderPrepared", after("OrderCreated")), declare("OrderExpedited", after("OrderCreated")),
-                    declare("OrderShipped", all_of({after("OrderValidated"), any_of({after("OrderPrepared"), after("OrderExpedited")})}))};
-    declarations<message> d;
-    d.sequences.push_back(std::move(seq));
-    return d;
-}
-
-/// "OrderValidated and (OrderPrepared or OrderExpedited)".
-std::string describe(const condition& c, bool nested = false) {
-    switch (c.node_kind()) {
-    case condition::kind::always: return "nothing";
-    case condition::kind::predecessor: return c.predecessor();
-    case condition::kind::all_of:
-    case condition::kind::any_of: break;
-    }
-    const char* glue = c.node_kind() == condition::kind::all_of ? " and " : " or ";
-    std::string text;
-    for (const auto& child : c.children()) {
-        if (!text.empty()) text += glue;
-        text += describe(child, true);
-    }
-    return nested ? "(" + text + ")" : text;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The scenario: logical messages, their deliveries, and the one injected listener failure.
@@ -276,7 +235,7 @@ private:
 
     std::string until(std::string_view type) const {
         const auto it = release_.find(type);
-        return it != release_.end() ? "until " + describe(it->second) : std::string();
+        return it != release_.end() ? "until " + describe(it->second, condition_notation::words) : std::string();
     }
 
     std::ostream* out_;
@@ -521,7 +480,7 @@ check declared_order(const scenario& s, const std::vector<listener_call>& calls,
             } else if (!it->second->satisfied([&](const std::string& t) { return done.contains(t); })) {
                 std::string before;
                 for (const auto& t : done) before += (before.empty() ? "" : ", ") + t;
-                wrong.push_back(order + ": " + c.type + " " + c.id + " ran before '" + describe(*it->second) +
+                wrong.push_back(order + ": " + c.type + " " + c.id + " ran before '" + describe(*it->second, condition_notation::words) +
                                 "' held (already processed: " + (before.empty() ? "none" : before) + ")");
             }
             done.insert(c.type);
@@ -600,7 +559,7 @@ void print_summary(std::ostream& out, const demo_options& options, const scenari
 bool run_demo(const demo_options& options, std::ostream& out) {
     if (options.orders == 0 || options.orders > max_orders) throw std::invalid_argument("orders must be 1 to 1000");
     random rng(options.seed);
-    const declarations<message> decls = order_declarations();
+    const declarations<message> decls = example::order_declarations<message>();
     const scenario s = plan(options.orders, rng);
     const logical_message& failing = s.messages[s.failing];
 
@@ -628,7 +587,7 @@ bool run_demo(const demo_options& options, std::ostream& out) {
             " duplicates, delivered shuffled through " + std::to_string(service_names.size()) +
             " service instances sharing one store");
     tr.note("declared: OrderCreated; OrderValidated, OrderPrepared, OrderExpedited after OrderCreated;");
-    tr.note("          OrderShipped after " + describe(decls.sequences.front().messages.back().release));
+    tr.note("          OrderShipped after " + describe(decls.sequences.front().messages.back().release, condition_notation::words));
     tr.note("injected: the listener throws the first time it sees " + failing.type + " " + failing.id + " (" + failing.order + ")");
     tr.note("");
     tr.note("delivered: listener ran on delivery    buffered: stored until its condition holds    released: buffered, now run");

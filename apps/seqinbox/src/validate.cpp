@@ -1,5 +1,5 @@
 // `seqinbox validate`: see validate.hpp. The summary lists each sequence's types in release
-// order (the order in which the least fixpoint of releasable types reaches them).
+// order (seqinbox::release_order: the order in which the release fixpoint reaches them).
 #include "validate.hpp"
 
 #include <algorithm>
@@ -46,27 +46,8 @@ struct checked_file {
     yaml::load_result<message> result;
 };
 
-/// Indices of a sequence's messages in release order; each type once (first declaration).
-std::vector<std::size_t> release_order(const sequence_declaration<message>& seq) {
-    std::vector<std::size_t> order;
-    std::set<std::string> released;
-    for (bool progress = true; progress;) {
-        progress = false;
-        std::vector<std::size_t> round;  // released together: each depends only on earlier rounds
-        for (std::size_t i = 0; i < seq.messages.size(); ++i) {
-            const auto name = seq.messages[i].qualified_type();
-            if (released.count(name) || std::ranges::find(round, i) != round.end()) continue;
-            if (seq.messages[i].release.satisfied([&](const std::string& p) { return released.count(p) > 0; }))
-                round.push_back(i);
-        }
-        for (auto i : round) progress |= released.insert(seq.messages[i].qualified_type()).second;
-        order.insert(order.end(), round.begin(), round.end());
-    }
-    return order;
-}
-
 std::string release_text(const condition& c) {
-    return c.is_always() ? "immediately" : seqinbox::detail::describe(c);
+    return c.is_always() ? "immediately" : describe(c);
 }
 
 

@@ -2,6 +2,7 @@
 // Release conditions: when a sequenced message may be handed to its listener.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,18 @@ private:
     std::string predecessor_;
     std::shared_ptr<const std::vector<condition>> children_;
 };
+
+/// `all_of`, `any_of`, `predecessor` or `always`: a node's kind as messages about it name it.
+std::string_view to_string(condition::kind k) noexcept;
+
+/// How describe() writes a condition.
+enum class condition_notation {
+    calls,  ///< `all_of(after A, any_of(after B, after C))`, `always`: validation messages
+    words,  ///< `A and (B or C)`, `nothing`: prose, as the demo's trace reads
+};
+
+/// A condition as text, in one of the notations above.
+std::string describe(const condition& c, condition_notation notation = condition_notation::calls);
 
 inline condition after(std::string qualified_type) { return condition::after(std::move(qualified_type)); }
 inline condition all_of(std::vector<condition> children) { return condition::all_of(std::move(children)); }

@@ -7,9 +7,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <range/v3/range/conversion.hpp>
-#include <range/v3/view/transform.hpp>
-
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/declare/validate.hpp"
 #include "seqinbox/error.hpp"
@@ -28,21 +25,7 @@ public:
     };
 
     /// Validates (throws seqinbox::error, configuration) and indexes.
-    explicit catalog(declarations<Message> decls) : decls_(std::move(decls)) {
-        validate(decls_);
-        sequence_types_.reserve(decls_.sequences.size());
-        for (const auto& seq : decls_.sequences) {
-            auto& names = sequence_types_.emplace_back(
-                seq.messages | ::ranges::views::transform(&message_declaration<Message>::qualified_type) | ::ranges::to<std::vector>());
-            for (const auto& msg : seq.messages)
-                types_.emplace(msg.qualified_type(), type_entry{&seq, &msg, msg.qualified_type(), {}, &names});
-        }
-        for (auto& [name, entry] : types_)
-            entry.declaration->release.for_each_predecessor([&](const std::string& predecessor) {
-                auto& deps = types_.at(predecessor).dependents;
-                if (std::ranges::find(deps, name) == deps.end()) deps.push_back(name);
-            });
-    }
+    explicit catalog(declarations<Message> decls);
 
     catalog(const catalog&) = delete;  // entries point into decls_
     catalog& operator=(const catalog&) = delete;
@@ -71,5 +54,28 @@ private:
     std::vector<std::vector<std::string>> sequence_types_;  // reserved up front: entries point here
     std::unordered_map<std::string, type_entry> types_;
 };
+
+// Not inline, so that the common instantiation below is compiled once, in the core library.
+template <class Message>
+catalog<Message>::catalog(declarations<Message> decls) : decls_(std::move(decls)) {
+    validate(decls_);
+    sequence_types_.reserve(decls_.sequences.size());
+    for (const auto& seq : decls_.sequences) {
+        auto& names = sequence_types_.emplace_back();
+        for (const auto& msg : seq.messages) names.push_back(msg.qualified_type());
+        for (const auto& msg : seq.messages)
+            types_.emplace(msg.qualified_type(), type_entry{&seq, &msg, msg.qualified_type(), {}, &names});
+    }
+    for (auto& named : types_) {  // not a structured binding: clang 14 (the fuzz build) cannot capture one
+        const std::string& name = named.first;
+        named.second.declaration->release.for_each_predecessor([&](const std::string& predecessor) {
+            auto& deps = types_.at(predecessor).dependents;
+            if (std::ranges::find(deps, name) == deps.end()) deps.push_back(name);
+        });
+    }
+}
+
+// Messages decoded as text (decode::header_decoder's): compiled in src/detail/catalog.cpp.
+extern template class catalog<std::string>;
 
 }  // namespace seqinbox::detail

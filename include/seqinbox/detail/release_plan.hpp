@@ -4,7 +4,6 @@
 // it names becomes PROCESSED. Each message is therefore evaluated at most once per predecessor
 // type it names, and the pass costs O(W log W) for W waiting messages instead of the O(W^2) of
 // rescanning the waiting list after every release.
-#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <queue>
@@ -24,16 +23,10 @@ public:
     processed_set() = default;
     explicit processed_set(std::vector<std::string> types) : types_(std::move(types)) {}
 
-    bool contains(const std::string& type) const { return std::ranges::find(types_, type) != types_.end(); }
+    bool contains(const std::string& type) const;
     /// Returns true when `type` was not PROCESSED before.
-    bool insert(const std::string& type) {
-        if (contains(type)) return false;
-        types_.push_back(type);
-        return true;
-    }
-    bool contains_all(const std::vector<std::string>& types) const {
-        return std::ranges::all_of(types, [&](const std::string& t) { return contains(t); });
-    }
+    bool insert(const std::string& type);
+    bool contains_all(const std::vector<std::string>& types) const;
     auto is_processed() const {
         return [this](const std::string& type) { return contains(type); };
     }
@@ -49,40 +42,20 @@ public:
         : condition_of_(std::move(condition_of)), processed_(&processed) {}
 
     /// Whether the waiting messages of `type` were fetched into this plan already.
-    bool fetched(const std::string& type) const {
-        return std::ranges::any_of(fetched_, [&](const std::string* f) { return *f == type; });
-    }
+    bool fetched(const std::string& type) const;
     /// `type` must outlive the plan (the engine passes names its catalog owns).
-    void mark_fetched(const std::string& type) {
-        if (!fetched(type)) fetched_.push_back(&type);
-    }
+    void mark_fetched(const std::string& type);
 
-    void add(message_record row) {
-        entries_.push_back({std::move(row), false});
-        evaluate(entries_.size() - 1);
-    }
+    void add(message_record row);
 
     bool has_ready() const { return !ready_.empty(); }
 
     /// The ready message that arrived first.
-    message_record take_next() {
-        std::size_t index = ready_.top().second;
-        ready_.pop();
-        return std::move(entries_[index].row);
-    }
+    message_record take_next();
 
     /// Records that `type` became PROCESSED and re-examines the messages waiting on it.
     /// Returns true when it was not PROCESSED before.
-    bool mark_processed(const std::string& type) {
-        if (!processed_->insert(type)) return false;
-        auto it = parked_.find(type);
-        if (it == parked_.end()) return true;
-        auto indices = std::move(it->second);
-        parked_.erase(it);
-        for (std::size_t index : indices)
-            if (!entries_[index].queued) evaluate(index);
-        return true;
-    }
+    bool mark_processed(const std::string& type);
 
 private:
     struct entry {
@@ -90,21 +63,7 @@ private:
         bool queued;
     };
 
-    void evaluate(std::size_t index) {
-        entry& e = entries_[index];
-        const condition& cond = condition_of_(e.row.type);
-        if (cond.satisfied(processed_->is_processed())) {
-            e.queued = true;
-            ready_.emplace(e.row.id, index);
-            return;
-        }
-        cond.for_each_predecessor([&](const std::string& predecessor) {
-            if (!processed_->contains(predecessor)) {
-                auto& list = parked_[predecessor];
-                if (list.empty() || list.back() != index) list.push_back(index);
-            }
-        });
-    }
+    void evaluate(std::size_t index);
 
     using ready_item = std::pair<message_id, std::size_t>;
     std::function<const condition&(const std::string&)> condition_of_;
