@@ -1,5 +1,5 @@
 #pragma once
-// Housekeeping (SPEC §3): three jobs, each run by one service instance at a time (the store's job
+// Housekeeping (docs/operations.md): three jobs, each run by one service instance at a time (the store's job
 // lock), each bounded by a maximum duration and resumable (work is found by state, and every
 // batch commits on its own):
 //  - closed cleanup: delete CLOSED instances with their messages and claims once their

@@ -1,5 +1,6 @@
 #pragma once
-// basic_inbox: processes every delivery once and in the declared order per context (SPEC §2).
+// basic_inbox: processes every delivery once and in the declared order per context
+// (docs/processing.md, docs/guarantees.md).
 //
 // Thread-safety: register listeners (on) before the first delivery; after that, deliver,
 // poll_once and drain may be called from any number of threads at once, provided the policies
@@ -158,7 +159,7 @@ public:
         return count;
     }
 
-    /// Executes pending operator actions (SPEC §3): up to `pages` pages of `page_size` instances,
+    /// Executes pending operator actions (docs/operations.md): up to `pages` pages of `page_size` instances,
     /// each in one transaction under its instance lock, then a release pass and closing where
     /// complete. Returns how many actions ran. Several service instances may run it at once.
     std::size_t run_pending_actions(std::size_t page_size = 100, std::size_t pages = 10)
@@ -313,7 +314,7 @@ private:
         return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting)};
     }
 
-    /// Steps 3 to 7 of SPEC §2.
+    /// Steps 3 to 7 of docs/processing.md.
     delivery_result sequence(delivery& d) {
         const timestamp now = clock_.now();
         delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};

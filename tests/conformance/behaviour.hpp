@@ -1,5 +1,5 @@
 #pragma once
-// The conformance suite: what every backend must do, written once (SPEC §2, the seed note).
+// The conformance suite: what every backend must do, written once (docs/guarantees.md).
 //
 // Include it from a Boost.Test module after defining `backends`, a type list (boost::mpl::list or
 // std::tuple) of fixtures modeling seqinbox::conformance::backend (tests/conformance/backend.hpp).

@@ -1,4 +1,4 @@
-// The in-memory store reproduces the database semantics the guarantees depend on (SPEC §6).
+// The in-memory store reproduces the database semantics the guarantees depend on (docs/guarantees.md, in-memory store).
 #define BOOST_TEST_MODULE memory_store
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// SPEC §2 step 2: a message whose extractor returns no context id follows its type's declared
+// docs/processing.md step 2: a message whose extractor returns no context id follows its type's declared
 // policy: `handle` (the library's default) invokes the listener directly like a filtered
 // message; `dead_letter` sends it to the error sink as a bad message, naming the type.
 #define BOOST_TEST_MODULE missing_context_id

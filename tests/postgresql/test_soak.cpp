@@ -1,4 +1,4 @@
-// PostgreSQL soak (SPEC §2 under load and faults): 8 threads deliver a shuffled stream with 30 %
+// PostgreSQL soak (docs/guarantees.md under load and faults): 8 threads deliver a shuffled stream with 30 %
 // duplicates while a killer terminates random backends and 2 % of first listener calls throw;
 // interrupted deliveries are redelivered and failures resent until everything is handled. The
 // listener writes its effect in the claim transaction (propagation::required), so at the end

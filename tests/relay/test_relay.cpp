@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(a_crash_mid_stream_repeats_at_most_one_message_per_consumer
     const std::string processed = "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'";
     BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, processed, static_cast<long long>(work.logical)), second.log());
     BOOST_TEST(second.stop(SIGTERM) == 0, second.log());
-    // The at-least-once window of SPEC §2: a listener (the publish) done, its PROCESSED row not yet
+    // The at-least-once window of docs/guarantees.md: a listener (the publish) done, its PROCESSED row not yet
     // committed — at most one such message per consumer thread (--threads 2).
     const auto records = world.cluster.read_all(output, output_partitions, work.logical + 3, std::chrono::seconds(5));
     expect_in_declared_order(records, work, 2);

@@ -90,7 +90,7 @@ inline bool any_processed(const std::vector<message_record>& rows) {
     return std::ranges::any_of(rows, [](const message_record& r) { return r.state == message_state::processed; });
 }
 
-/// Nothing lost (SPEC §2, §3): every accepted (acknowledged) message had its listener succeed,
+/// Nothing lost (docs/guarantees.md): every accepted (acknowledged) message had its listener succeed,
 /// was expired by an operator, is stored, or reached the error sink (failed, or forwarded by
 /// housekeeping removal). Checked after every step; a message settled by one of the lasting
 /// reasons (all but "stored") is not looked at again.
@@ -134,7 +134,7 @@ struct removed_instance {
     std::vector<claim_key> keys;
 };
 
-/// What housekeeping removes reaches the error sink first (SPEC §3): around a housekeeper's
+/// What housekeeping removes reaches the error sink first (docs/operations.md, housekeeping): around a housekeeper's
 /// step, every WAITING row of an instance that vanished has a new error-sink record.
 class removal_check {
 public:

@@ -4,10 +4,10 @@
 //  - a listener starts only when its type's release condition holds against the types whose
 //    listeners already succeeded in the same context;
 // and counts successes per claim key for the end-of-run check. A listener that an action runner
-// starts follows what the runner read (SPEC §3): CONSUME and CONSUME_ALL replay whatever the
-// condition, EXPIRE and CLOSE replay nothing, the release pass after them keeps the order; a type
-// an operator expired counts as done for the order. Listeners run on driven tasks,
-// one thread at a time, so the probe needs no lock of its own beyond the step hand-over.
+// starts follows what the runner read (docs/operations.md, operator actions): CONSUME and
+// CONSUME_ALL replay whatever the condition, EXPIRE and CLOSE replay nothing, the release pass
+// after them keeps the order; a type an operator expired counts as done for the order.
+// Listeners run on driven tasks, one thread at a time, so the probe needs no lock of its own beyond the step hand-over.
 //
 // An invocation is "orphaned" when its task's connection dies while it runs: the claim and the
 // instance lock are gone, so a duplicate may legitimately take over while it still runs (the

@@ -1,5 +1,5 @@
 // seqinbox-sim: the deterministic simulator. Runs many seeds (or replays one), checks the
-// invariants of SPEC §2 after every step, shrinks and prints the first failing seed, and prints
+// invariants of docs/guarantees.md after every step, shrinks and prints the first failing seed, and prints
 // its figures as `name value` lines. Exit status: 0 no violation (or, with --expect-violation, a
 // violation found), 1 a violation (or none found when one was expected), 2 usage error.
 #include <algorithm>

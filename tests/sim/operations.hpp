@@ -1,5 +1,5 @@
 #pragma once
-// The operator's side of a run (SPEC §3): which actions may be requested in the current state,
+// The operator's side of a run (docs/operations.md): which actions may be requested in the current state,
 // what an action runner reads of the pending actions, and how housekeeping and time are set up.
 #include <algorithm>
 #include <chrono>

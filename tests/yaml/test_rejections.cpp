@@ -1,4 +1,4 @@
-// Every rejection of SPEC §4 and of the YAML format: one file each under files/invalid/, the
+// Every rejection of docs/declarations.md and of the YAML format: one file each under files/invalid/, the
 // exact problems expected (position and text), and nothing else reported.
 #define BOOST_TEST_MODULE yaml_rejections
 #include <boost/test/data/test_case.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// The operator subcommands on a PostgreSQL inbox (SPEC §3): read views and pending actions.
+// The operator subcommands on a PostgreSQL inbox (docs/operations.md): read views and pending actions.
 //   seqinbox status     --postgres CONNINFO [--json]
 //   seqinbox sequences  --postgres CONNINFO (--expired | --expiring [--share S]) [--limit N] [--json]
 //   seqinbox show       --postgres CONNINFO SEQUENCE CONTEXT_ID [--json]

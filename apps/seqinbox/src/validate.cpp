@@ -28,7 +28,7 @@ using message = std::string;  // the program has no message type of its own; nam
 constexpr std::string_view validate_usage =
     "usage: seqinbox validate [--assume-registered] [--json] FILE...\n"
     "\n"
-    "Checks sequence declaration files (YAML, SPEC section 4) and prints a summary per sequence:\n"
+    "Checks sequence declaration files (YAML) and prints a summary per sequence:\n"
     "its types and its release graph in topological order.\n"
     "\n"
     "  --assume-registered  accept extractor, filter and resolver names that are not built-in\n"

@@ -22,7 +22,7 @@ using context_id_extractor = std::function<std::optional<std::string>(const Mess
 template <class Message>
 using message_filter = std::function<bool(const Message&, const envelope&)>;
 
-/// What happens to a message whose extractor returns no context id (or an empty one), SPEC §2 step 2.
+/// What happens to a message whose extractor returns no context id (or an empty one), docs/processing.md step 2.
 enum class missing_context_id_policy {
     handle,       ///< the listener is invoked directly, like a filtered message (the library's default)
     dead_letter,  ///< the delivery is a bad message: error sink, acknowledged, no listener
@@ -47,7 +47,7 @@ struct sequence_declaration {
     std::string name{};
     std::chrono::seconds retention{0};  ///< must be positive
     std::vector<message_declaration<Message>> messages{};
-    /// Recording mode (SPEC §3): before this instant every message of the sequence is handled at
+    /// Recording mode (docs/operations.md): before this instant every message of the sequence is handled at
     /// once and recorded PROCESSED, never buffered, so that a sequence can be introduced on a live
     /// topic whose predecessors were sent before the inbox existed. From it on: full sequencing.
     std::optional<timestamp> recording_until{};

@@ -1,5 +1,5 @@
 #pragma once
-// Operator actions (SPEC §3): written as pending actions, executed by a job under the instance
+// Operator actions (docs/operations.md): written as pending actions, executed by a job under the instance
 // lock (basic_inbox::run_pending_actions). A store that keeps them models `action_store`.
 #include <concepts>
 #include <cstddef>

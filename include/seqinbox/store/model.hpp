@@ -1,5 +1,5 @@
 #pragma once
-// The rows every store keeps (SPEC §1): sequence instances, sequenced messages, claims.
+// The rows every store keeps (docs/processing.md, vocabulary): sequence instances, sequenced messages, claims.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Read views for operators (SPEC §3): counts per state and type, expired and expiring instances,
+// Read views for operators (docs/operations.md): counts per state and type, expired and expiring instances,
 // one instance with its messages. Committed state only; a store that offers them models
 // `view_store`.
 #include <concepts>

@@ -23,7 +23,7 @@
 // decided later is simply delivered again to the new owner and skipped there as a duplicate.
 // A partition assigned again starts from the group's committed offset.
 //
-// Timing (SPEC §2): a consumer thread polls again only after the inbox decided its record, which
+// Timing (README, "Timing, all together"): a consumer thread polls again only after the inbox decided its record, which
 // includes the listener and the release pass it may trigger (every buffered successor replayed
 // in the same transaction). Keep `max.poll.interval.ms` above the longest such pass, the
 // database's lock waits and the pool's acquire_timeout; the PostgreSQL store holds one pooled

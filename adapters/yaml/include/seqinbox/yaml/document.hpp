@@ -1,5 +1,5 @@
 #pragma once
-// The YAML declaration format (SPEC §4) parsed into a plain model: names instead of callables,
+// The YAML declaration format (docs/declarations.md) parsed into a plain model: names instead of callables,
 // and the file:line:col of every node a problem can be about. Compiled; yaml-cpp stays inside.
 #include <chrono>
 #include <cstddef>

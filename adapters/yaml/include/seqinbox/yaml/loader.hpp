@@ -23,7 +23,7 @@ struct load_options {
     /// rejected; calling one throws. For checking files without the application's C++.
     bool assume_registered = false;
     /// The policy of message types whose file does not set `missingContextId`. The library's
-    /// default is `handle` (SPEC §2); the relay passes `dead_letter`.
+    /// default is `handle` (docs/processing.md step 2); the relay passes `dead_letter`.
     missing_context_id_policy missing_context_id = missing_context_id_policy::handle;
 };
 
@@ -106,7 +106,7 @@ private:
 }  // namespace detail
 
 /// Builds the declarations of `doc` and collects every problem: the document's own, unknown
-/// names, and the validation of SPEC §4 located at the node each is about.
+/// names, and the validation of docs/declarations.md located at the node each is about.
 template <class Message>
 load_result<Message> bind_names(const document& doc, const registry<Message>& names, const load_options& options = {}) {
     load_result<Message> out;

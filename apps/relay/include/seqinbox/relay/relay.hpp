@@ -7,7 +7,7 @@
 // /metrics and /healthz on the loopback interface and runs the pending-action and housekeeping
 // jobs on schedule.
 //
-// Guarantees are the inbox's (SPEC §2) with the publisher as the listener: a record reaches the
+// Guarantees are the inbox's (docs/guarantees.md) with the publisher as the listener: a record reaches the
 // output topic before its message is recorded PROCESSED, so a crash between the two publishes it
 // again after restart (at-least-once for that window); a graceful stop() finishes the deliveries
 // in progress and commits, so nothing is repeated. Records of one context go to one partition of
@@ -33,7 +33,7 @@
 namespace seqinbox::relay {
 
 struct relay_options {
-    /// The YAML sequence declarations (SPEC §4); only built-in extractors and resolvers. A type
+    /// The YAML sequence declarations (docs/declarations.md); only built-in extractors and resolvers. A type
     /// without `missingContextId` dead-letters records without a context id (the library handles them).
     std::filesystem::path declarations{};
     /// libpq connection string of a database migrated with `seqinbox migrate`.
