@@ -1,7 +1,7 @@
 #pragma once
 // The engine's decisions as structured events: loggers, metrics sinks and tools read the fields
 // rather than re-parse log text, whose wording may change. The text of a log line is made from
-// the event in one place (seqinbox/log/decision_text.hpp).
+// the event in one place (seqinbox/logger/decision_text.hpp).
 #include <chrono>
 #include <string_view>
 

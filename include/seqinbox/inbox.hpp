@@ -10,7 +10,7 @@
 // Policies: basic_inbox<Store, Source, ErrorSink, Policies = default_policies>. Policies is a
 // bundle of member types (claim, propagation, decoder, clock, metrics, logger; see
 // seqinbox/policies.hpp); derive from default_policies to override one. The stateful ones are
-// passed as one aggregate, last: `{.logger = log::stream_logger(std::clog)}`.
+// passed as one aggregate, last: `{.logger = logger::stream_logger(std::clog)}`.
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -29,20 +29,21 @@
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/concept.hpp"
 #include "seqinbox/clock/system_clock.hpp"
-#include "seqinbox/decode/concept.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
 #include "seqinbox/decision.hpp"
 #include "seqinbox/declare/sequence.hpp"
+#include "seqinbox/decoder/concept.hpp"
+#include "seqinbox/decoder/header_decoder.hpp"
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/detail/release_plan.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
+#include "seqinbox/error_sink/concept.hpp"
 #include "seqinbox/listener.hpp"
-#include "seqinbox/log/concept.hpp"
-#include "seqinbox/log/decision_text.hpp"
-#include "seqinbox/log/null_logger.hpp"
+#include "seqinbox/logger/concept.hpp"
+#include "seqinbox/logger/decision_text.hpp"
+#include "seqinbox/logger/null_logger.hpp"
 #include "seqinbox/metrics/concept.hpp"
 #include "seqinbox/metrics/decision_counts.hpp"
 #include "seqinbox/metrics/null_metrics.hpp"
@@ -52,7 +53,6 @@
 #include "seqinbox/propagation/not_supported.hpp"
 #include "seqinbox/propagation/required.hpp"
 #include "seqinbox/propagation/requires_new.hpp"
-#include "seqinbox/sink/concept.hpp"
 #include "seqinbox/source/concept.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
@@ -62,11 +62,11 @@ namespace seqinbox {
 
 template <class Store, class Source, class ErrorSink, class Policies = default_policies>
 class basic_inbox {
-    static_assert(store<Store>, "seqinbox: the Store policy must model seqinbox::store (seqinbox/store/concept.hpp)");
-    static_assert(message_source<Source>,
-                  "seqinbox: the Source policy must model seqinbox::message_source (seqinbox/source/concept.hpp)");
-    static_assert(error_sink<ErrorSink>,
-                  "seqinbox: the ErrorSink policy must model seqinbox::error_sink (seqinbox/sink/concept.hpp)");
+    static_assert(store_policy<Store>, "seqinbox: the Store policy must model seqinbox::store_policy (seqinbox/store/concept.hpp)");
+    static_assert(source_policy<Source>,
+                  "seqinbox: the Source policy must model seqinbox::source_policy (seqinbox/source/concept.hpp)");
+    static_assert(error_sink_policy<ErrorSink>,
+                  "seqinbox: the ErrorSink policy must model seqinbox::error_sink_policy (seqinbox/error_sink/concept.hpp)");
     static_assert(requires { typename Policies::claim; },
                   "seqinbox: the Policies bundle has no member type 'claim'; derive it from seqinbox::default_policies");
     static_assert(requires { typename Policies::propagation; },
@@ -87,15 +87,15 @@ class basic_inbox {
     using Metrics = typename Policies::metrics;
     using Logger = typename Policies::logger;
 
-    static_assert(claim_strategy<Claim, typename Store::transaction>,
-                  "seqinbox: the Claim policy must model seqinbox::claim_strategy (seqinbox/claim/concept.hpp)");
+    static_assert(claim_policy<Claim, typename Store::transaction>,
+                  "seqinbox: the Claim policy must model seqinbox::claim_policy (seqinbox/claim/concept.hpp)");
     static_assert(propagation_policy<Propagation, Store>,
                   "seqinbox: the Propagation policy must model seqinbox::propagation_policy (seqinbox/propagation/concept.hpp)");
-    static_assert(decoder<Decoder>, "seqinbox: the Decoder policy must model seqinbox::decoder (seqinbox/decode/concept.hpp)");
-    static_assert(clock<Clock>, "seqinbox: the Clock policy must model seqinbox::clock (seqinbox/clock/concept.hpp)");
-    static_assert(metrics_sink<Metrics>,
-                  "seqinbox: the Metrics policy must model seqinbox::metrics_sink (seqinbox/metrics/concept.hpp)");
-    static_assert(logger<Logger>, "seqinbox: the Logger policy must model seqinbox::logger (seqinbox/log/concept.hpp)");
+    static_assert(decoder_policy<Decoder>, "seqinbox: the Decoder policy must model seqinbox::decoder_policy (seqinbox/decoder/concept.hpp)");
+    static_assert(clock_policy<Clock>, "seqinbox: the Clock policy must model seqinbox::clock_policy (seqinbox/clock/concept.hpp)");
+    static_assert(metrics_policy<Metrics>,
+                  "seqinbox: the Metrics policy must model seqinbox::metrics_policy (seqinbox/metrics/concept.hpp)");
+    static_assert(logger_policy<Logger>, "seqinbox: the Logger policy must model seqinbox::logger_policy (seqinbox/logger/concept.hpp)");
 
 public:
     using message_type = typename Decoder::message_type;
@@ -105,7 +105,7 @@ public:
     using declarations_type = declarations<message_type>;
 
     /// The stateful policy objects, each default-constructed unless given:
-    /// `inbox(store, source, sink, decls, {.logger = log::stream_logger(std::clog)})`.
+    /// `inbox(store, source, sink, decls, {.logger = logger::stream_logger(std::clog)})`.
     struct policy_objects {
         Decoder decoder{};
         Clock clock{};
@@ -739,7 +739,7 @@ private:
     /// Every decision leaves the engine here: the metrics sink counts it, the logger reports it.
     void decided(const decision& e) {
         metrics::count(metrics_, e);
-        log::report(logger_, e);
+        logger::report(logger_, e);
     }
 
     template <class Build>

@@ -3,15 +3,15 @@
 // sink. Override one by deriving and redeclaring only that member:
 //
 //   struct my_policies : seqinbox::default_policies {
-//       using logger = seqinbox::log::stream_logger;
+//       using logger = seqinbox::logger::stream_logger;
 //   };
 //
 // Write the right-hand side fully qualified: inside a struct in namespace seqinbox,
 // `using propagation = propagation::required;` would change what `propagation` means there.
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/system_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
-#include "seqinbox/log/null_logger.hpp"
+#include "seqinbox/decoder/header_decoder.hpp"
+#include "seqinbox/logger/null_logger.hpp"
 #include "seqinbox/metrics/null_metrics.hpp"
 #include "seqinbox/propagation/not_supported.hpp"
 
@@ -20,10 +20,10 @@ namespace seqinbox {
 struct default_policies {
     using claim = ::seqinbox::claim::insert_first;
     using propagation = ::seqinbox::propagation::not_supported;
-    using decoder = ::seqinbox::decode::header_decoder;
-    using clock = ::seqinbox::clocks::system_clock;
+    using decoder = ::seqinbox::decoder::header_decoder;
+    using clock = ::seqinbox::clock::system_clock;
     using metrics = ::seqinbox::metrics::null_metrics;
-    using logger = ::seqinbox::log::null_logger;
+    using logger = ::seqinbox::logger::null_logger;
 };
 
 }  // namespace seqinbox

@@ -361,7 +361,7 @@ seqinbox::stored_as traced_store::store_message_beside(transaction& claim, const
     return counted("t2_store_message", [&] { return inner_->store_message_beside(claim.inner(), row); });
 }
 
-static_assert(seqinbox::store<traced_store>);
+static_assert(seqinbox::store_policy<traced_store>);
 
 // ---------------------------------------------------------------------------------------------
 // The inbox workload

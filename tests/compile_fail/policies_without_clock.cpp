@@ -5,9 +5,9 @@
 struct policies_without_clock {
     using claim = seqinbox::claim::insert_first;
     using propagation = seqinbox::propagation::not_supported;
-    using decoder = seqinbox::decode::header_decoder;
+    using decoder = seqinbox::decoder::header_decoder;
     using metrics = seqinbox::metrics::null_metrics;
-    using logger = seqinbox::log::null_logger;
+    using logger = seqinbox::logger::null_logger;
 };
 
 int main() {

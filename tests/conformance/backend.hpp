@@ -5,7 +5,7 @@
 // `seqinbox::conformance::backend` below. A fixture object is created per test case and must give
 // that test a fresh, empty store (PostgreSQL: a fresh schema or truncated tables). It provides:
 //
-//   using store_type = ...;                    the Store policy (models seqinbox::store; its
+//   using store_type = ...;                    the Store policy (models seqinbox::store_policy; its
 //                                              transaction row_inserting_transaction, below)
 //   store_type store;                          fresh per fixture object
 // and derives from fixture_parts<store_type> (below) for the rest: the in-memory source and
@@ -37,8 +37,8 @@
 #include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/decoder/header_decoder.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
@@ -54,7 +54,7 @@ template <class Claim, class Propagation>
 struct fixture_policies : default_policies {
     using claim = Claim;
     using propagation = Propagation;
-    using clock = ::seqinbox::clocks::manual_clock;
+    using clock = ::seqinbox::clock::manual_clock;
 };
 
 /// The parts every fixture shares whatever its store: source, error sink, clock, inbox type.
@@ -62,7 +62,7 @@ template <class Store>
 struct fixture_parts {
     memory::source source;
     memory::error_sink error_sink;
-    clocks::manual_clock clock;
+    clock::manual_clock clock;
 
     template <class Claim = claim::insert_first, class Propagation = propagation::not_supported>
     using inbox_type = seqinbox::basic_inbox<Store, memory::source, memory::error_sink, fixture_policies<Claim, Propagation>>;
@@ -76,13 +76,13 @@ concept row_inserting_transaction = requires(T& tx, const message_record& row) {
 
 template <class B>
 concept backend =
-    std::default_initializable<B> && seqinbox::store<typename B::store_type> &&
+    std::default_initializable<B> && seqinbox::store_policy<typename B::store_type> &&
     row_inserting_transaction<typename B::store_type::transaction> &&
     requires(B& b, const claim_key& key, typename B::store_type::transaction& tx, const std::string& text) {
         requires std::same_as<decltype(b.store), typename B::store_type>;
         requires std::same_as<decltype(b.source), memory::source>;
         requires std::same_as<decltype(b.error_sink), memory::error_sink>;
-        requires std::same_as<decltype(b.clock), clocks::manual_clock>;
+        requires std::same_as<decltype(b.clock), clock::manual_clock>;
         typename B::template inbox_type<>;
         typename B::template inbox_type<claim::insert_first, propagation::required>;
         typename B::template inbox_type<claim::check_then_insert, propagation::requires_new>;

@@ -230,7 +230,7 @@ void complete_order(Harness& h, const std::string& context_id) {
 }
 
 template <class B>
-using housekeeper_of = basic_housekeeper<typename B::store_type, memory::error_sink, clocks::manual_clock>;
+using housekeeper_of = basic_housekeeper<typename B::store_type, memory::error_sink, clock::manual_clock>;
 
 template <class B>
 std::string business(B& b, const std::string& name) {

@@ -1,5 +1,5 @@
 #include <iostream>
-#include <seqinbox/log/stream_logger.hpp>
+#include <seqinbox/logger/stream_logger.hpp>
 #include <seqinbox/memory/inbox.hpp>
 
 using namespace seqinbox;
@@ -16,7 +16,7 @@ struct counting_metrics {  // a policy of our own: any type with these members w
 };
 struct order_policies : default_policies {  // the defaults, but for the two named here
     using metrics = counting_metrics;
-    using logger = log::stream_logger;
+    using logger = seqinbox::logger::stream_logger;  // qualified: inside, `logger` is the member
 };
 using order_inbox = memory::basic_inbox<order_policies>;
 
@@ -29,7 +29,7 @@ int main() {
     memory::store store;
     memory::source source;
     memory::error_sink dead_letters;
-    order_inbox inbox(store, source, dead_letters, decls, {.logger = log::stream_logger(std::cout)});
+    order_inbox inbox(store, source, dead_letters, decls, {.logger = logger::stream_logger(std::cout)});
     auto print = [](const std::string& body, const order_inbox::context&) { std::cout << "  listener: " << body << '\n'; };
     inbox.on("OrderCreated", print).on("OrderShipped", print);
     auto msg = [](std::string type, std::string id) {

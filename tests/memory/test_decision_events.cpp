@@ -14,7 +14,7 @@
 
 #include "seqinbox/clock/manual_clock.hpp"
 #include "seqinbox/decision.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "support/iso_utc_time.hpp"
 #include "support/world.hpp"
@@ -76,7 +76,7 @@ struct event_metrics : call_metrics {
 
 template <class Logger, class Metrics>
 struct world_policies : default_policies {
-    using clock = ::seqinbox::clocks::manual_clock;
+    using clock = ::seqinbox::clock::manual_clock;
     using metrics = Metrics;
     using logger = Logger;
 };
@@ -88,7 +88,7 @@ struct world {
     memory::store store;
     memory::source source;
     memory::error_sink sink;
-    clocks::manual_clock clock;
+    clock::manual_clock clock;
     Logger logger;
     Metrics metrics;
     std::set<std::string> failing;  ///< idempotence ids whose listener throws
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(an_expired_event_names_the_message_an_operator_expired) {
 /// Every kind of decision through a text logger: the lines are those the engine always wrote.
 BOOST_AUTO_TEST_CASE(a_text_logger_gets_each_decision_as_its_line) {
     std::ostringstream out;
-    world<log::stream_logger> w{log::stream_logger(out)};
+    world<logger::stream_logger> w{logger::stream_logger(out)};
     const auto instance_o2 = [&] {
         w.complete("o2");
         return w.store.instances().at(0).id;

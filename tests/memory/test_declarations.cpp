@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 
 namespace {
 

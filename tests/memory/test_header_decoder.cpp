@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/decoder/header_decoder.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "support/world.hpp"
 
@@ -29,7 +29,7 @@ envelope with_extra_header(std::string name, std::string value) {
 /// The bad_message text decoding `e` throws, or "" when it decodes.
 std::string decode_problem(const envelope& e) {
     try {
-        decode::header_decoder{}.decode(e);
+        decoder::header_decoder{}.decode(e);
         return "";
     } catch (const error& x) {
         BOOST_TEST((x.category() == error_category::bad_message));
@@ -42,7 +42,7 @@ std::string decode_problem(const envelope& e) {
 BOOST_AUTO_TEST_CASE(repeated_headers_with_the_same_value_decode) {
     auto e = with_extra_header("message-type", "OrderCreated");
     e.headers.push_back({"idempotence-id", "c1"});
-    const auto d = decode::header_decoder{}.decode(e);
+    const auto d = decoder::header_decoder{}.decode(e);
     BOOST_TEST(d.type == "OrderCreated");
     BOOST_TEST(d.idempotence_id == "c1");
 }

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/housekeeping.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/housekeeper.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "support/iso_utc_time.hpp"
 #include "support/world.hpp"
@@ -22,8 +22,8 @@ using namespace std::chrono_literals;
 namespace {
 
 struct logging_policies : default_policies {
-    using clock = ::seqinbox::clocks::manual_clock;
-    using logger = ::seqinbox::log::stream_logger;
+    using clock = ::seqinbox::clock::manual_clock;
+    using logger = ::seqinbox::logger::stream_logger;
 };
 using logging_inbox = memory::basic_inbox<logging_policies>;
 
@@ -49,8 +49,8 @@ BOOST_AUTO_TEST_CASE(record_text_with_newlines_control_characters_and_invalid_ut
     memory::store store;
     memory::source source;
     memory::error_sink sink;
-    clocks::manual_clock clock;
-    logging_inbox inbox(store, source, sink, testing::order_declarations(), {.clock = clock, .logger = log::stream_logger(out)});
+    clock::manual_clock clock;
+    logging_inbox inbox(store, source, sink, testing::order_declarations(), {.clock = clock, .logger = logger::stream_logger(out)});
     for (const char* type : {"OrderCreated", "OrderValidated", "OrderPrepared", "OrderShipped"})
         inbox.on(type, [](const testing::message&, const logging_inbox::context&) {});
     inbox.on("OrderExpedited", [](const testing::message&, const logging_inbox::context&) { throw std::runtime_error("down" + forged); });
@@ -65,8 +65,8 @@ BOOST_AUTO_TEST_CASE(record_text_with_newlines_control_characters_and_invalid_ut
     clock.advance(25h);
     housekeeping_options options;
     options.removal_delay = 0s;
-    basic_housekeeper<memory::store, memory::error_sink, clocks::manual_clock, log::stream_logger> housekeeper(
-        store, sink, options, clock, log::stream_logger(out));
+    basic_housekeeper<memory::store, memory::error_sink, clock::manual_clock, logger::stream_logger> housekeeper(
+        store, sink, options, clock, logger::stream_logger(out));
     BOOST_TEST(housekeeper.run_once().forwarded == 1u);
 
     const auto lines = lines_of(out.str());

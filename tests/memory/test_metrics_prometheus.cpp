@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/metrics/prometheus.hpp"
 #include "seqinbox/store/storable_text.hpp"
@@ -204,7 +204,7 @@ void check_histogram(const exposition& e, const std::string& family) {
 label_map of_type(const std::string& type) { return {{"type", type}}; }
 
 struct prometheus_policies : default_policies {
-    using clock = ::seqinbox::clocks::manual_clock;
+    using clock = ::seqinbox::clock::manual_clock;
     using metrics = prometheus_metrics;
 };
 using prometheus_inbox = memory::basic_inbox<prometheus_policies>;
@@ -214,7 +214,7 @@ struct world {
     memory::store store;
     memory::source source;
     memory::error_sink sink;
-    clocks::manual_clock clock;
+    clock::manual_clock clock;
     std::shared_ptr<registry> shared = std::make_shared<registry>();
     prometheus_inbox inbox{store, source, sink, testing::order_declarations(), {.clock = clock, .metrics = prometheus_metrics(shared)}};
 
@@ -233,7 +233,7 @@ struct world {
 
 }  // namespace
 
-static_assert(metrics_sink<prometheus_metrics>);
+static_assert(metrics_policy<prometheus_metrics>);
 
 BOOST_AUTO_TEST_CASE(a_scripted_workload_through_a_real_inbox_is_counted_per_type) {
     world w;
@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(operations_gauges_pending_actions_and_housekeeping_are_expo
 
     housekeeping_options options;
     options.removal_delay = 0s;  // marked and removed in one run
-    basic_housekeeper<memory::store, memory::error_sink, clocks::manual_clock> housekeeper(w.store, w.sink, options, w.clock);
+    basic_housekeeper<memory::store, memory::error_sink, clock::manual_clock> housekeeper(w.store, w.sink, options, w.clock);
     const auto report = housekeeper.run_once();
     BOOST_TEST(report.expired_removed == 2u);
     BOOST_TEST(report.forwarded == 1u);  // v2; s1 was expired by the operator

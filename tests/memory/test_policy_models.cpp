@@ -5,7 +5,7 @@
 
 #include "seqinbox/claim.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/propagation.hpp"
 
@@ -53,27 +53,27 @@ struct policies : default_policies {
 
 }  // namespace models
 
-static_assert(message_source<models::source>);
-static_assert(error_sink<models::sink>);
-static_assert(decoder<models::decoder>);
-static_assert(seqinbox::clock<models::clock>);
-static_assert(logger<models::logger>);
-static_assert(metrics_sink<metrics::null_metrics>);
+static_assert(source_policy<models::source>);
+static_assert(error_sink_policy<models::sink>);
+static_assert(decoder_policy<models::decoder>);
+static_assert(seqinbox::clock_policy<models::clock>);
+static_assert(logger_policy<models::logger>);
+static_assert(metrics_policy<metrics::null_metrics>);
 
-static_assert(seqinbox::store<memory::store>);
-static_assert(claim_strategy<claim::insert_first, memory::store::transaction>);
-static_assert(claim_strategy<claim::check_then_insert, memory::store::transaction>);
+static_assert(seqinbox::store_policy<memory::store>);
+static_assert(claim_policy<claim::insert_first, memory::store::transaction>);
+static_assert(claim_policy<claim::check_then_insert, memory::store::transaction>);
 static_assert(propagation_policy<propagation::required, memory::store>);
 static_assert(propagation_policy<propagation::requires_new, memory::store>);
 static_assert(propagation_policy<propagation::not_supported, memory::store>);
-static_assert(seqinbox::clock<clocks::manual_clock> && seqinbox::clock<clocks::system_clock>);
-static_assert(logger<log::stream_logger> && logger<log::null_logger>);
+static_assert(seqinbox::clock_policy<clock::manual_clock> && seqinbox::clock_policy<clock::system_clock>);
+static_assert(logger_policy<logger::stream_logger> && logger_policy<logger::null_logger>);
 
-static_assert(!message_source<models::sink>);
-static_assert(!error_sink<models::source>);
-static_assert(!seqinbox::store<models::source>);
-static_assert(!claim_strategy<models::clock, memory::store::transaction>);
-static_assert(!decoder<models::clock>);
+static_assert(!source_policy<models::sink>);
+static_assert(!error_sink_policy<models::source>);
+static_assert(!seqinbox::store_policy<models::source>);
+static_assert(!claim_policy<models::clock, memory::store::transaction>);
+static_assert(!decoder_policy<models::clock>);
 
 BOOST_AUTO_TEST_CASE(an_inbox_runs_on_user_models_of_every_policy) {
     auto by_key = [](const std::size_t&, const envelope& e) { return std::optional(e.key); };

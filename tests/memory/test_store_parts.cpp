@@ -38,7 +38,7 @@ public:
 
 }  // namespace
 
-static_assert(seqinbox::store<store_without_savepoints>);
+static_assert(seqinbox::store_policy<store_without_savepoints>);
 static_assert(!savepoint_transaction<store_without_savepoints::transaction>);
 static_assert(propagation_policy<propagation::not_supported, store_without_savepoints>);
 static_assert(propagation_policy<propagation::requires_new, store_without_savepoints>);
@@ -46,8 +46,8 @@ static_assert(!propagation_policy<propagation::required, store_without_savepoint
 static_assert(savepoint_transaction<memory::store::transaction> && propagation_policy<propagation::required, memory::store>);
 
 static_assert(!claim_transaction<transaction_without_claim> && inbox_state_transaction<transaction_without_claim>);
-static_assert(claim_strategy<claim::check_then_insert, transaction_without_claim>);
-static_assert(!claim_strategy<claim::insert_first, transaction_without_claim>);
+static_assert(claim_policy<claim::check_then_insert, transaction_without_claim>);
+static_assert(!claim_policy<claim::insert_first, transaction_without_claim>);
 
 BOOST_AUTO_TEST_CASE(an_inbox_on_a_store_without_savepoints_buffers_releases_and_closes) {
     store_without_savepoints store;

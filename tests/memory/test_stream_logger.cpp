@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "seqinbox/log/stream_logger.hpp"
-#include "seqinbox/log/utc_time.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
+#include "seqinbox/logger/utc_time.hpp"
 #include "support/iso_utc_time.hpp"
 
 using namespace seqinbox;
@@ -16,16 +16,16 @@ using namespace std::chrono;
 
 BOOST_AUTO_TEST_CASE(utc_time_is_iso_8601_with_milliseconds) {
     const sys_days day = year(2026) / December / 1;
-    BOOST_TEST(log::utc_time(day + 15h + 40min + 8s + 123ms) == "2026-12-01T15:40:08.123Z");
-    BOOST_TEST(log::utc_time(day + 999us) == "2026-12-01T00:00:00.000Z", "truncated, not rounded");
-    BOOST_TEST(log::utc_time(system_clock::time_point{}) == "1970-01-01T00:00:00.000Z");
-    BOOST_TEST(log::utc_time(sys_days(year(1969) / December / 31) + 23h + 59min + 59s + 500ms) == "1969-12-31T23:59:59.500Z");
+    BOOST_TEST(logger::utc_time(day + 15h + 40min + 8s + 123ms) == "2026-12-01T15:40:08.123Z");
+    BOOST_TEST(logger::utc_time(day + 999us) == "2026-12-01T00:00:00.000Z", "truncated, not rounded");
+    BOOST_TEST(logger::utc_time(system_clock::time_point{}) == "1970-01-01T00:00:00.000Z");
+    BOOST_TEST(logger::utc_time(sys_days(year(1969) / December / 31) + 23h + 59min + 59s + 500ms) == "1969-12-31T23:59:59.500Z");
 }
 
 BOOST_AUTO_TEST_CASE(a_line_starts_with_the_time_it_was_written) {
     std::ostringstream out;
     const auto before = floor<milliseconds>(system_clock::now());
-    log::stream_logger(out).log(log_level::warn, "relay started");
+    logger::stream_logger(out).log(log_level::warn, "relay started");
     const auto after = system_clock::now();
 
     const std::string line = out.str();

@@ -15,7 +15,7 @@
 #include "pg_test_support.hpp"
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/inbox.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
 #include "seqinbox/metrics/null_metrics.hpp"
@@ -30,7 +30,7 @@ using seqinbox::test::pg_server;
 namespace {
 
 struct logged_policies : si::default_policies {
-    using logger = si::log::stream_logger;
+    using logger = si::logger::stream_logger;
 };
 using logged_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, logged_policies>;
 
@@ -97,7 +97,7 @@ struct replay_fixture : upgraded_database {
     si::memory::source source;
     si::memory::error_sink sink;
     std::ostringstream log_text;
-    logged_inbox inbox{store, source, sink, si::testing::order_declarations(), {.logger = si::log::stream_logger(log_text)}};
+    logged_inbox inbox{store, source, sink, si::testing::order_declarations(), {.logger = si::logger::stream_logger(log_text)}};
     si::testing::call_log calls;
     soci::session sql;
 };

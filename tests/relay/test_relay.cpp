@@ -41,7 +41,7 @@ using namespace seqinbox::test;
 namespace {
 
 struct manual_clock_policies : si::default_policies {
-    using clock = si::clocks::manual_clock;
+    using clock = si::clock::manual_clock;
 };
 
 /// Stores `type` WAITING for its predecessors in an instance of `context` created two days ago,
@@ -50,7 +50,7 @@ void buffer_in_expired_instance(const std::string& conninfo, const std::string& 
     pg::store store({.conninfo = conninfo, .pool_size = 2});
     si::memory::source source;
     si::memory::error_sink sink;
-    si::clocks::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
+    si::clock::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
     pg::inbox<si::memory::source, si::memory::error_sink, manual_clock_policies> inbox(store, source, sink, si::testing::order_declarations(),
                                                                                        {.clock = clock});
     for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});

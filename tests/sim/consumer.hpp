@@ -16,7 +16,7 @@
 #include "listener_probe.hpp"
 #include "process_store.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/decode/header_decoder.hpp"
+#include "seqinbox/decoder/header_decoder.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
@@ -31,7 +31,7 @@ namespace seqinbox::sim {
 template <class Claim>
 struct sim_policies : default_policies {
     using claim = Claim;
-    using clock = ::seqinbox::clocks::manual_clock;
+    using clock = ::seqinbox::clock::manual_clock;
 };
 
 template <class Claim, class Store = memory::store>
@@ -60,7 +60,7 @@ template <class Claim, class Store = memory::store>
 class consumer {
 public:
     consumer(std::size_t index, process_store<Store>& process, memory::error_sink& sink, const declarations<testing::message>& decls,
-             clocks::manual_clock clock, listener_probe& probe)
+             clock::manual_clock clock, listener_probe& probe)
         : index_(index), process_(&process), inbox_(process, source, sink, decls, {.clock = clock}), probe_(&probe) {
         for (const auto& m : decls.sequences.front().messages)
             inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim, Store>::context& ctx) {

@@ -9,8 +9,8 @@
 
 #include "random.hpp"
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/declare/validate.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::sim {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/declare/validate.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 #include "support/world.hpp"

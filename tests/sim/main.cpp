@@ -17,7 +17,7 @@
 
 #include "batch.hpp"
 #include "chooser.hpp"
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "no_claim.hpp"
 #include "planted.hpp"
 #include "scenario.hpp"

@@ -12,7 +12,7 @@
 
 #include "declaration_gen.hpp"
 #include "listener_probe.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/store/actions.hpp"
 

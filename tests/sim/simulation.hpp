@@ -25,7 +25,7 @@
 #include "scenario.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/step_driver.hpp"
 #include "seqinbox/memory/store.hpp"
@@ -72,7 +72,7 @@ class simulation {
     /// Delivery consumers run two to a process, which share its instance cache; each action
     /// runner is a process of its own.
     static constexpr std::size_t consumers_per_process = 2;
-    using housekeeper = basic_housekeeper<Store, memory::error_sink, clocks::manual_clock>;
+    using housekeeper = basic_housekeeper<Store, memory::error_sink, clock::manual_clock>;
 
 public:
     simulation(const scenario& s, run_options options)
@@ -544,7 +544,7 @@ private:
     tally counts_;
     Store store_;
     memory::error_sink sink_;
-    clocks::manual_clock clock_;
+    clock::manual_clock clock_;
     listener_probe probe_;
     unique_rows_check unique_rows_;
     own_instance_check own_instance_{scenario_.work};

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "fixture.hpp"
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/error.hpp"
 
 using namespace yaml_test;

@@ -11,7 +11,7 @@
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/kafka/publisher.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/metrics/prometheus.hpp"
 #include "seqinbox/postgresql/inbox.hpp"
 #include "seqinbox/postgresql/store.hpp"
@@ -26,10 +26,10 @@ namespace pg = seqinbox::postgresql;
 
 struct relay_policies : default_policies {
     using metrics = ::seqinbox::metrics::prometheus_metrics;
-    using logger = ::seqinbox::log::stream_logger;
+    using logger = ::seqinbox::logger::stream_logger;
 };
 using inbox_type = pg::inbox<detail::watched_source, kafka::dead_letter_sink, relay_policies>;
-using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger>;
+using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger>;
 
 /// After a failed poll a consumer thread waits this long, so that a database that is down is not
 /// hammered and the log is not flooded.
@@ -174,7 +174,7 @@ private:
         return {
             {"/metrics",
              [this] {
-                 metrics_.refresh(store_, clocks::system_clock{}.now(), options_.expiring_share);
+                 metrics_.refresh(store_, clock::system_clock{}.now(), options_.expiring_share);
                  watched_.retrying();  // refreshes seqinbox_retrying_records
                  return http_response{200, std::string(metrics::prometheus_content_type), metrics_.shared_registry()->render()};
              }},
@@ -241,7 +241,7 @@ private:
     }
 
     relay_options options_;
-    log::stream_logger logger_;
+    logger::stream_logger logger_;
     declarations<std::string> decls_;
     pg::store store_;
     kafka::dead_letter_sink dead_letters_;

@@ -22,13 +22,13 @@
 
 #include "options.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/decision.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/example.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/decision.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
-#include "seqinbox/log/concept.hpp"
-#include "seqinbox/log/decision_text.hpp"
+#include "seqinbox/logger/concept.hpp"
+#include "seqinbox/logger/decision_text.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/memory/source.hpp"
@@ -97,7 +97,7 @@ struct scenario {
 };
 
 /// `text` left-aligned in a column of `width` (at least one space follows). Not <iomanip>: see
-/// the report on seqinbox/declare/validate.hpp, whose unqualified quoted() std::quoted hijacks.
+/// the report on seqinbox/declare/problems.hpp, whose unqualified quoted() std::quoted hijacks.
 std::string column(std::string_view text, std::size_t width) {
     std::string cell(text);
     cell.append(text.size() < width ? width - text.size() : 1, ' ');
@@ -219,7 +219,7 @@ public:
         case decision_kind::closed:
             return line(who, "closed", "", "", order.empty() ? "instance " + std::to_string(e.instance) : order,
                         "every declared type processed: instance CLOSED");
-        default: return logged(who, log::text_of(e));
+        default: return logged(who, logger::text_of(e));
         }
     }
 
@@ -263,7 +263,7 @@ private:
 static_assert(decision_logger<trace_logger>);
 
 struct demo_policies : default_policies {
-    using clock = ::seqinbox::clocks::manual_clock;
+    using clock = ::seqinbox::clock::manual_clock;
     using logger = trace_logger;
 };
 using demo_inbox = memory::basic_inbox<demo_policies>;
@@ -565,7 +565,7 @@ bool run_demo(const demo_options& options, std::ostream& out) {
 
     memory::store store;
     memory::error_sink sink;
-    clocks::manual_clock clock;
+    clock::manual_clock clock;
     trace tr(out, !options.quiet, s, decls);
     listeners heard(tr, failing);
 

@@ -8,9 +8,9 @@
 #include "json.hpp"
 #include "options.hpp"
 #include "service_flags.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "seqinbox/yaml/loader.hpp"
 
@@ -97,8 +97,8 @@ int housekeep_command(std::span<const std::string_view> args) {
     producer.insert_or_assign("bootstrap.servers", call->bootstrap_servers);
     postgresql::store store({.conninfo = call->conninfo, .pool_size = 2});
     kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
-    basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clocks::system_clock, log::stream_logger> housekeeper(
-        store, sink, housekeeping, {}, log::stream_logger(std::cerr));
+    basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger> housekeeper(
+        store, sink, housekeeping, {}, logger::stream_logger(std::cerr));
     print(housekeeper.run_once(), call->json);
     return exit_ok;
 }

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "seqinbox/log/utc_time.hpp"
+#include "seqinbox/logger/utc_time.hpp"
 
 namespace seqinbox::cli {
 
@@ -31,6 +31,6 @@ inline std::string json_string(std::string_view s) {
     return out + "\"";
 }
 
-using seqinbox::log::utc_time;
+using seqinbox::logger::utc_time;
 
 }  // namespace seqinbox::cli

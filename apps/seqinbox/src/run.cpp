@@ -8,7 +8,7 @@
 #include "options.hpp"
 #include "service_flags.hpp"
 #include "stop_signals.hpp"
-#include "seqinbox/log/stream_logger.hpp"
+#include "seqinbox/logger/stream_logger.hpp"
 #include "seqinbox/relay/relay.hpp"
 
 namespace seqinbox::cli {
@@ -131,7 +131,7 @@ int run_command(std::span<const std::string_view> args) {
     relay::relay service(*options, std::cerr);
     service.start();
     const std::string_view received = wait_for_stop_signal(signals);
-    log::stream_logger(std::cerr).log(log_level::info, "stopping on " + std::string(received));
+    logger::stream_logger(std::cerr).log(log_level::info, "stopping on " + std::string(received));
     service.stop();
     return exit_ok;
 }

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "options.hpp"
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/properties.hpp"
 
 namespace seqinbox::cli {

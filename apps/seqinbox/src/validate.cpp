@@ -13,7 +13,7 @@
 
 #include "json.hpp"
 #include "options.hpp"
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/yaml/document.hpp"
 #include "seqinbox/yaml/loader.hpp"

@@ -15,7 +15,7 @@ namespace seqinbox {
 ///    resend can claim and retry it.
 /// Strategies are stateless types.
 template <class C, class Tx>
-concept claim_strategy = requires(Tx& tx, const claim_request& request, const claim_key& key) {
+concept claim_policy = requires(Tx& tx, const claim_request& request, const claim_key& key) {
     { C::acquire(tx, request) } -> std::same_as<claim_result>;
     { C::forget(tx, key) } -> std::same_as<void>;
 };

@@ -7,7 +7,7 @@ namespace seqinbox {
 
 /// The clock policy: the only source of "now" for the engine (creation times, retention).
 template <class C>
-concept clock = requires(C& c) {
+concept clock_policy = requires(C& c) {
     { c.now() } -> std::same_as<timestamp>;
 };
 

@@ -5,7 +5,7 @@
 
 #include "seqinbox/clock/concept.hpp"
 
-namespace seqinbox::clocks {
+namespace seqinbox::clock {
 
 /// A clock that moves only when told to. Copies share the same time, so a test can hand one
 /// copy to the inbox and advance another. Thread-safe.
@@ -22,4 +22,4 @@ private:
     std::shared_ptr<std::atomic<timestamp::rep>> now_;
 };
 
-}  // namespace seqinbox::clocks
+}  // namespace seqinbox::clock

@@ -3,10 +3,10 @@
 
 #include "seqinbox/clock/concept.hpp"
 
-namespace seqinbox::clocks {
+namespace seqinbox::clock {
 
 struct system_clock {
     timestamp now() const { return std::chrono::system_clock::now(); }
 };
 
-}  // namespace seqinbox::clocks
+}  // namespace seqinbox::clock

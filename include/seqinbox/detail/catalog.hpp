@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/declare/validate.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::detail {
@@ -75,7 +75,7 @@ catalog<Message>::catalog(declarations<Message> decls) : decls_(std::move(decls)
     }
 }
 
-// Messages decoded as text (decode::header_decoder's): compiled in src/detail/catalog.cpp.
+// Messages decoded as text (decoder::header_decoder's): compiled in src/detail/catalog.cpp.
 extern template class catalog<std::string>;
 
 }  // namespace seqinbox::detail

@@ -18,7 +18,7 @@ constexpr std::string_view metric_label(std::string_view qualified_type, rejecti
 }
 
 template <class M>
-concept metrics_sink = requires(M& m, std::string_view type, std::chrono::nanoseconds d) {
+concept metrics_policy = requires(M& m, std::string_view type, std::chrono::nanoseconds d) {
     { m.consumed(type) } -> std::same_as<void>;     ///< a listener completed for a sequenced message
     { m.buffered(type) } -> std::same_as<void>;     ///< a message started waiting
     { m.released(type, d) } -> std::same_as<void>;  ///< a waiting message was released after d

@@ -8,7 +8,7 @@ namespace seqinbox::metrics {
 /// Hands `e` to `m`: as the event when the sink takes decisions, else as the calls it implies.
 /// A listener's completion (consumed) and a delivery's duration (handled) are not decisions:
 /// the engine reports them itself.
-template <metrics_sink M>
+template <metrics_policy M>
 void count(M& m, const decision& e) {
     if constexpr (requires { m.decided(e); }) {
         m.decided(e);

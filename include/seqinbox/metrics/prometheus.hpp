@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/metrics/concept.hpp"
 #include "seqinbox/metrics/registry.hpp"
 #include "seqinbox/store/views.hpp"
@@ -132,6 +132,6 @@ private:
     std::shared_ptr<refreshed_labels> refreshed_ = std::make_shared<refreshed_labels>();
 };
 
-static_assert(metrics_sink<prometheus_metrics>);
+static_assert(metrics_policy<prometheus_metrics>);
 
 }  // namespace seqinbox::metrics

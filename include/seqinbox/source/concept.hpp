@@ -11,7 +11,7 @@ namespace seqinbox {
 /// `acknowledge(e)` is called once the inbox decision for `e` is durable; a delivery that is
 /// never acknowledged must be delivered again (at-least-once).
 template <class S>
-concept message_source = requires(S& s, const envelope& e) {
+concept source_policy = requires(S& s, const envelope& e) {
     { s.poll() } -> std::same_as<std::optional<envelope>>;
     { s.acknowledge(e) } -> std::same_as<void>;
 };
@@ -20,7 +20,7 @@ concept message_source = requires(S& s, const envelope& e) {
 /// when no durable decision was reached for `e` (the inbox threw), so that `e` comes again
 /// without waiting for a restart (a Kafka consumer seeks back to it).
 template <class S>
-concept redelivering_source = message_source<S> && requires(S& s, const envelope& e) {
+concept redelivering_source = source_policy<S> && requires(S& s, const envelope& e) {
     { s.redeliver(e) } -> std::same_as<void>;
 };
 

@@ -49,7 +49,7 @@ struct pending_actions {
 
 template <class S>
 concept action_store =
-    store<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
+    store_policy<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
                          std::size_t limit, const pending_actions& read) {
         /// Writes the action on a WAITING message, committed at once (a later request replaces
         /// an earlier one); false when no WAITING message has that id.

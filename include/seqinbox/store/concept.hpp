@@ -91,7 +91,7 @@ template <class T>
 concept store_transaction = inbox_state_transaction<T> && claim_transaction<T>;
 
 template <class S>
-concept store = requires(S& s, typename S::transaction& claim, const std::string& name, timestamp t, const message_record& row) {
+concept store_policy = requires(S& s, typename S::transaction& claim, const std::string& name, timestamp t, const message_record& row) {
     typename S::transaction;
     requires store_transaction<typename S::transaction>;
     { s.begin() } -> std::same_as<typename S::transaction>;

@@ -1,5 +1,5 @@
 #pragma once
-// What the housekeeping jobs (seqinbox/housekeeping.hpp) need of a store: exclusion between
+// What the housekeeping jobs (seqinbox/housekeeper.hpp) need of a store: exclusion between
 // service instances, finding work in batches, and removing an instance atomically after its
 // WAITING messages were handed over. A store that supports them models `housekeeping_store`.
 #include <chrono>
@@ -28,7 +28,7 @@ struct deduplication_window {
 
 template <class S>
 concept housekeeping_store =
-    store<S> && requires(S& s, const std::string& job, timestamp now, std::chrono::seconds delay, std::size_t limit,
+    store_policy<S> && requires(S& s, const std::string& job, timestamp now, std::chrono::seconds delay, std::size_t limit,
                          instance_id id, const forward_waiting& forward, std::span<const deduplication_window> windows) {
         /// Exclusive across every user of the database (PostgreSQL: a session advisory lock),
         /// held while the returned object lives; it converts to false when another holds it.

@@ -41,7 +41,7 @@ struct instance_view {
 };
 
 template <class S>
-concept view_store = store<S> && requires(S& s, const std::string& text, timestamp now, double share, std::size_t limit) {
+concept view_store = store_policy<S> && requires(S& s, const std::string& text, timestamp now, double share, std::size_t limit) {
     /// Instances per sequence and state, and messages per qualified type and state, sorted.
     { s.instance_counts() } -> std::same_as<std::vector<instance_count>>;
     { s.message_counts() } -> std::same_as<std::vector<message_count>>;

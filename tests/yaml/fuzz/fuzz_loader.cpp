@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/yaml/builtin.hpp"
 #include "seqinbox/yaml/loader.hpp"
 #include "seqinbox/yaml/retention.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The dead-letter error sink: the seqinbox::error_sink policy on a Kafka topic, written by an
+// The dead-letter error sink: the seqinbox::error_sink_policy on a Kafka topic, written by an
 // idempotent librdkafka producer (enable.idempotence=true, acks=all).
 //
 // Each failed delivery becomes one record with the original key, value and headers, followed by
@@ -29,8 +29,8 @@
 #include <string>
 #include <string_view>
 
+#include "seqinbox/error_sink/concept.hpp"
 #include "seqinbox/kafka/properties.hpp"
-#include "seqinbox/sink/concept.hpp"
 
 namespace seqinbox::kafka {
 
@@ -95,6 +95,6 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
-static_assert(seqinbox::error_sink<dead_letter_sink>);
+static_assert(seqinbox::error_sink_policy<dead_letter_sink>);
 
 }  // namespace seqinbox::kafka

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/declare/validate.hpp"
 #include "seqinbox/envelope.hpp"
 
 namespace seqinbox::yaml {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
-#include "seqinbox/declare/validate.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/yaml/builtin.hpp"
 #include "seqinbox/yaml/document.hpp"

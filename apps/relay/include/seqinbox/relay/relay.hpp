@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "seqinbox/housekeeping.hpp"
+#include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/properties.hpp"
 #include "seqinbox/kafka/source.hpp"
-#include "seqinbox/log/concept.hpp"
+#include "seqinbox/logger/concept.hpp"
 
 namespace seqinbox::relay {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "seqinbox/sink/concept.hpp"
+#include "seqinbox/error_sink/concept.hpp"
 
 namespace seqinbox::memory {
 
@@ -39,6 +39,6 @@ private:
     int failures_to_inject_ = 0;
 };
 
-static_assert(seqinbox::error_sink<error_sink>);
+static_assert(seqinbox::error_sink_policy<error_sink>);
 
 }  // namespace seqinbox::memory

@@ -74,6 +74,6 @@ private:
     std::int64_t next_offset_ = 0;
 };
 
-static_assert(message_source<source>);
+static_assert(source_policy<source>);
 
 }  // namespace seqinbox::memory

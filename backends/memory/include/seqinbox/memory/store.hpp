@@ -757,16 +757,12 @@ inline void store::apply(detail::tx_state& tx) {
 
 }  // namespace seqinbox::memory
 
-// The store's other concepts, defined out of the class.
+namespace seqinbox::memory {
+static_assert(seqinbox::store_policy<store>, "memory::store must model seqinbox::store_policy");
+}  // namespace seqinbox::memory
+
+// The store's other concepts, defined out of the class; each part checks its concept at its end
+// (a part included first reaches here before its own definitions).
 #include "seqinbox/memory/detail/actions.hpp"
 #include "seqinbox/memory/detail/housekeeping.hpp"
 #include "seqinbox/memory/detail/views.hpp"
-
-namespace seqinbox::memory {
-
-static_assert(seqinbox::store<store>, "memory::store must model seqinbox::store");
-static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
-static_assert(seqinbox::housekeeping_store<store>, "memory::store must model seqinbox::housekeeping_store");
-static_assert(seqinbox::view_store<store>, "memory::store must model seqinbox::view_store");
-
-}  // namespace seqinbox::memory

@@ -1,5 +1,5 @@
 #pragma once
-// The PostgreSQL store: the seqinbox::store policy on the schema of schema/ (see
+// The PostgreSQL store: the seqinbox::store_policy on the schema of schema/ (see
 // seqinbox/store/concept.hpp for the semantics every store has).
 //
 // Connections come from a pool of `pool_size` SOCI sessions. A claim transaction holds one
@@ -235,7 +235,7 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
-static_assert(seqinbox::store<store>, "seqinbox::postgresql::store must model seqinbox::store");
+static_assert(seqinbox::store_policy<store>, "seqinbox::postgresql::store must model seqinbox::store_policy");
 static_assert(seqinbox::housekeeping_store<store>, "seqinbox::postgresql::store must model seqinbox::housekeeping_store");
 static_assert(seqinbox::view_store<store>, "seqinbox::postgresql::store must model seqinbox::view_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");

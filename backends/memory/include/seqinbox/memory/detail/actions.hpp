@@ -51,4 +51,6 @@ inline pending_actions store::actions_of(instance_id instance) const {
     return actions;
 }
 
+static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
+
 }  // namespace seqinbox::memory

@@ -122,4 +122,6 @@ inline void store::erase_instance(std::unordered_map<instance_id, instance_row>:
     cv_.notify_all();
 }
 
+static_assert(seqinbox::housekeeping_store<store>, "memory::store must model seqinbox::housekeeping_store");
+
 }  // namespace seqinbox::memory

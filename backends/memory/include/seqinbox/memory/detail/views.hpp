@@ -135,4 +135,6 @@ inline std::size_t store::open_transaction_count() const {
     return open_.size();
 }
 
+static_assert(seqinbox::view_store<store>, "memory::store must model seqinbox::view_store");
+
 }  // namespace seqinbox::memory

@@ -1,10 +1,10 @@
-// Times as people and log tools read them (see seqinbox/log/utc_time.hpp).
-#include "seqinbox/log/utc_time.hpp"
+// Times as people and log tools read them (see seqinbox/logger/utc_time.hpp).
+#include "seqinbox/logger/utc_time.hpp"
 
 #include <cstdio>
 #include <ctime>
 
-namespace seqinbox::log {
+namespace seqinbox::logger {
 
 std::string utc_time(std::chrono::system_clock::time_point t) {
     const auto ms = std::chrono::floor<std::chrono::milliseconds>(t);
@@ -18,4 +18,4 @@ std::string utc_time(std::chrono::system_clock::time_point t) {
     return text;
 }
 
-}  // namespace seqinbox::log
+}  // namespace seqinbox::logger

@@ -4,9 +4,9 @@
 
 #include "seqinbox/decision.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
-#include "seqinbox/log/concept.hpp"
+#include "seqinbox/logger/concept.hpp"
 
-namespace seqinbox::log {
+namespace seqinbox::logger {
 
 /// Decisions that lose or set aside a message, or that an operator forced, are warnings.
 constexpr log_level level_of(const decision& e) noexcept {
@@ -38,7 +38,7 @@ inline std::string text_of(const decision& e) {
 }
 
 /// Hands `e` to `l`: as the event to a decision_logger, else as its line when its level is enabled.
-template <logger L>
+template <logger_policy L>
 void report(L& l, const decision& e) {
     if constexpr (decision_logger<L>)
         l.decided(e);
@@ -46,4 +46,4 @@ void report(L& l, const decision& e) {
         l.log(level, text_of(e));
 }
 
-}  // namespace seqinbox::log
+}  // namespace seqinbox::logger

@@ -17,7 +17,7 @@ struct decoded {
 
 /// `decode(e)` throws seqinbox::error(bad_message) when `e` cannot be decoded.
 template <class D>
-concept decoder = requires(const D& d, const envelope& e) {
+concept decoder_policy = requires(const D& d, const envelope& e) {
     typename D::message_type;
     { d.decode(e) } -> std::same_as<decoded<typename D::message_type>>;
 };

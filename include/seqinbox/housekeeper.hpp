@@ -24,9 +24,9 @@
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
-#include "seqinbox/log/concept.hpp"
-#include "seqinbox/log/null_logger.hpp"
-#include "seqinbox/sink/concept.hpp"
+#include "seqinbox/error_sink/concept.hpp"
+#include "seqinbox/logger/concept.hpp"
+#include "seqinbox/logger/null_logger.hpp"
 #include "seqinbox/store/housekeeping.hpp"
 
 namespace seqinbox {
@@ -66,13 +66,13 @@ struct housekeeping_report {
     bool complete = true;              ///< false: stopped at max_duration with work left
 };
 
-template <class Store, class ErrorSink, class Clock = clocks::system_clock, class Logger = log::null_logger>
+template <class Store, class ErrorSink, class Clock = clock::system_clock, class Logger = logger::null_logger>
 class basic_housekeeper {
     static_assert(housekeeping_store<Store>,
                   "seqinbox: the Store policy must model seqinbox::housekeeping_store (seqinbox/store/housekeeping.hpp)");
-    static_assert(error_sink<ErrorSink>, "seqinbox: the ErrorSink policy must model seqinbox::error_sink (seqinbox/sink/concept.hpp)");
-    static_assert(clock<Clock>, "seqinbox: the Clock policy must model seqinbox::clock (seqinbox/clock/concept.hpp)");
-    static_assert(logger<Logger>, "seqinbox: the Logger policy must model seqinbox::logger (seqinbox/log/concept.hpp)");
+    static_assert(error_sink_policy<ErrorSink>, "seqinbox: the ErrorSink policy must model seqinbox::error_sink_policy (seqinbox/error_sink/concept.hpp)");
+    static_assert(clock_policy<Clock>, "seqinbox: the Clock policy must model seqinbox::clock_policy (seqinbox/clock/concept.hpp)");
+    static_assert(logger_policy<Logger>, "seqinbox: the Logger policy must model seqinbox::logger_policy (seqinbox/logger/concept.hpp)");
 
 public:
     static constexpr const char* closed_cleanup_job = "closed_cleanup";

@@ -3,11 +3,11 @@
 #include <string>
 #include <string_view>
 
-#include "seqinbox/decode/concept.hpp"
+#include "seqinbox/decoder/concept.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/error.hpp"
 
-namespace seqinbox::decode {
+namespace seqinbox::decoder {
 
 /// Reads type and idempotence id from headers; the message is the record value as text (empty
 /// for a null value). A header may repeat with the same value; repeated with different values
@@ -42,4 +42,4 @@ private:
     }
 };
 
-}  // namespace seqinbox::decode
+}  // namespace seqinbox::decoder

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <string>
 
-namespace seqinbox::log {
+namespace seqinbox::logger {
 
 /// `t` as 2026-11-30T12:00:00.000Z (milliseconds truncated, not rounded).
 std::string utc_time(std::chrono::system_clock::time_point t);
 
-}  // namespace seqinbox::log
+}  // namespace seqinbox::logger

@@ -19,7 +19,7 @@ struct failed_delivery {
 /// `publish(f)` returns only once `f` is durable in the sink; it throws otherwise, and then the
 /// delivery is not acknowledged (nothing is lost).
 template <class S>
-concept error_sink = requires(S& s, const failed_delivery& f) {
+concept error_sink_policy = requires(S& s, const failed_delivery& f) {
     { s.publish(f) } -> std::same_as<void>;
 };
 

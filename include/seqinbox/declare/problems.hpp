@@ -1,7 +1,7 @@
 #pragma once
 // Start-up validation of declarations: every problem at once, each naming the offending
 // sequence, type or name. The checks run on a type-erased "shape" of the declarations, so that
-// they are compiled once in the core library (src/declare/validate.cpp), whatever the message type.
+// they are compiled once in the core library (src/declare/problems.cpp), whatever the message type.
 #include <chrono>
 #include <cstddef>
 #include <map>

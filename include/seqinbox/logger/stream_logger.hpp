@@ -4,10 +4,10 @@
 #include <ostream>
 #include <string_view>
 
-#include "seqinbox/log/concept.hpp"
-#include "seqinbox/log/utc_time.hpp"
+#include "seqinbox/logger/concept.hpp"
+#include "seqinbox/logger/utc_time.hpp"
 
-namespace seqinbox::log {
+namespace seqinbox::logger {
 
 /// Writes `time level message` lines to a stream, the time in ISO-8601 UTC with milliseconds
 /// (2026-12-01T15:40:08.123Z info relay started); thread-safe (one line at a time). Copies share
@@ -30,4 +30,4 @@ private:
     log_level threshold_;
 };
 
-}  // namespace seqinbox::log
+}  // namespace seqinbox::logger

@@ -1,9 +1,9 @@
 #pragma once
 #include <string_view>
 
-#include "seqinbox/log/concept.hpp"
+#include "seqinbox/logger/concept.hpp"
 
-namespace seqinbox::log {
+namespace seqinbox::logger {
 
 /// Logs nothing; `enabled` is constexpr false so messages are never built.
 struct null_logger {
@@ -11,4 +11,4 @@ struct null_logger {
     void log(log_level, std::string_view) {}
 };
 
-}  // namespace seqinbox::log
+}  // namespace seqinbox::logger

@@ -1,6 +1,6 @@
-// Start-up validation of declarations (see seqinbox/declare/validate.hpp): the checks on the
+// Start-up validation of declarations (see seqinbox/declare/problems.hpp): the checks on the
 // type-erased shape, compiled once.
-#include "seqinbox/declare/validate.hpp"
+#include "seqinbox/declare/problems.hpp"
 
 #include <algorithm>
 #include <iterator>
