@@ -437,8 +437,11 @@ std::vector<std::size_t> release_order(const std::vector<message_shape>& message
         for (std::size_t m = 0; m < messages.size(); ++m) {
             const auto& msg = messages[m];
             if (msg.type.empty() || released.contains(msg.qualified_type())) continue;
+            // Only a type's first declaration counts (a repeated one is reported elsewhere): a
+            // later copy with another condition must not hide what blocks the first.
             const bool first_of_its_type = std::ranges::none_of(
-                round, [&](std::size_t r) { return messages[r].qualified_type() == msg.qualified_type(); });
+                messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(m),
+                [&](const message_shape& earlier) { return earlier.qualified_type() == msg.qualified_type(); });
             if (first_of_its_type && msg.release.satisfied(is_processed)) round.push_back(m);
         }
         for (auto m : round) released.insert(messages[m].qualified_type());

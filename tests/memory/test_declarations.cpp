@@ -381,6 +381,16 @@ BOOST_AUTO_TEST_CASE(release_order_leaves_out_what_never_releases_and_repeated_t
     BOOST_TEST(si::release_order(s) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(a_later_copy_of_a_type_does_not_hide_what_blocks_its_first_declaration) {
+    // The first A waits for B, B for A: a cycle. The repeated A without a condition must not make
+    // A releasable (only a type's first declaration counts), so the cycle is still reported.
+    const auto s = seq("S", {msg("A", after("B")), msg("B", after("A")), msg("A")});
+    BOOST_TEST(si::release_order(s).empty());
+    const auto details = rejection_details(one(s));
+    BOOST_TEST(std::ranges::any_of(details, [](const std::string& d) { return d.find("cycle") != std::string::npos; }),
+               "no cycle reported among " << details.size() << " problems");
+}
+
 BOOST_AUTO_TEST_CASE(describe_writes_a_condition_in_calls_or_in_words) {
     const auto c = all_of({after("A"), any_of({after("B"), after("C")})});
     BOOST_TEST(si::describe(c) == "all_of(after A, any_of(after B, after C))");
