@@ -20,7 +20,7 @@ struct memory_backend : fixture_parts<memory::store> {
     store_type store;
 
     std::vector<message_record> messages_with_key(const claim_key& key) const { return store.messages_with_key(key); }
-    bool has_claim(const claim_key& key) const { return store.has_claim(key); }
+    bool has_claim(const claim_key& key) const { return memory::testing::has_claim(store, key); }
     std::size_t claim_count() const { return store.claim_count(); }
     std::vector<message_record> messages() const { return store.messages(); }
     std::vector<sequence_instance> instances() const { return store.instances(); }

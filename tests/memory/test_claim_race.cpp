@@ -11,6 +11,7 @@
 #include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/memory/step_driver.hpp"
+#include "seqinbox/memory/testing.hpp"
 #include "support/world.hpp"
 
 using namespace seqinbox;
@@ -83,7 +84,7 @@ BOOST_AUTO_TEST_CASE(winner_commits_loser_is_skipped) {
     BOOST_TEST((w.result_b.outcome == outcome::duplicate));
     BOOST_TEST(w.calls.count("OrderCreated", "c1") == 1u);
     BOOST_TEST(w.rows("OrderCreated", "c1") == 1u);
-    BOOST_TEST(w.store.has_claim({"OrderCreated", "c1"}));
+    BOOST_TEST(memory::testing::has_claim(w.store, {"OrderCreated", "c1"}));
 }
 
 BOOST_AUTO_TEST_CASE(winner_rolls_back_loser_takes_over) {
@@ -97,7 +98,7 @@ BOOST_AUTO_TEST_CASE(winner_rolls_back_loser_takes_over) {
     BOOST_TEST((w.driver.step(b) == task_status::blocked));
     w.driver.finish(a);  // FAILED stored, error sink, rollback
     BOOST_TEST((w.result_a.outcome == outcome::failed));
-    BOOST_TEST(!w.store.has_claim({"OrderCreated", "c1"}));
+    BOOST_TEST(!memory::testing::has_claim(w.store, {"OrderCreated", "c1"}));
 
     BOOST_TEST((w.driver.step(b) == task_status::parked));  // the claim insert now returns 1
     w.driver.finish(b);
@@ -183,7 +184,7 @@ BOOST_AUTO_TEST_CASE(claim_connection_dies_while_the_state_step_is_in_flight) {
             BOOST_TEST((rows[0].state == message_state::processed));
             BOOST_TEST((w.result_b.outcome == outcome::processed || w.result_b.outcome == outcome::duplicate));
             BOOST_TEST((w.driver.status(a) == task_status::failed));  // A's delivery is redelivered
-            BOOST_TEST(w.store.has_claim({"OrderCreated", "c1"}));
+            BOOST_TEST(memory::testing::has_claim(w.store, {"OrderCreated", "c1"}));
         }
 }
 
@@ -235,7 +236,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     holder.commit();
     BOOST_TEST((driver.finish(waiter) == task_status::finished));
     BOOST_TEST(won);
-    BOOST_TEST(store.has_claim(key));
+    BOOST_TEST(memory::testing::has_claim(store, key));
     BOOST_TEST(store.claim_count() == 1u);
 }
 

@@ -13,6 +13,7 @@
 #include "listener_probe.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/memory/testing.hpp"
 #include "seqinbox/store/model.hpp"
 #include "violation.hpp"
 #include "workload.hpp"
@@ -233,12 +234,12 @@ private:
     /// A crash can keep a state step and lose its claim transaction; the redelivery heals that
     /// (writes the claim, releases the successors).
     void check_processed(const message_record& row, const std::string& name) {
-        if (in_.strategy_claims && !in_.store.has_claim(row.key()))
+        if (in_.strategy_claims && !memory::testing::has_claim(in_.store, row.key()))
             log_->add("processed_without_claim", name + " is PROCESSED without a committed claim");
     }
 
     void check_waiting(const message_record& row, const std::string& context, const std::string& name) {
-        if (in_.strategy_claims && !in_.store.has_claim(row.key()))
+        if (in_.strategy_claims && !memory::testing::has_claim(in_.store, row.key()))
             log_->add("waiting_without_claim", name + " is WAITING without a committed claim");
         // An operator's CLOSE releases nothing: the row waits until housekeeping forwards it at
         // the end of the instance's deduplication window (checked by the removal check).

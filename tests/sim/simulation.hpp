@@ -270,7 +270,7 @@ private:
         memory::testing::crash(store_, c.keep);
         counts_["crash_connections_lost"] += lost.size();
         for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
-            if (row.state != message_state::failed && !store_.has_claim(row.key())) ++counts_["crash_rows_without_claim"];
+            if (row.state != message_state::failed && !memory::testing::has_claim(store_, row.key())) ++counts_["crash_rows_without_claim"];
         for (std::size_t slot : lost) after_connection_lost(slot);
         counts_["at_least_once_windows"] += probe_.crash([this](const claim_key& key) { return processed(key); });
         std::fill(blocked_.begin(), blocked_.end(), false);

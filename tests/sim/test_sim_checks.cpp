@@ -299,8 +299,8 @@ BOOST_AUTO_TEST_CASE(a_crash_keeps_the_flushed_commits_and_a_prefix_of_the_unflu
             BOOST_TEST(s.open_transaction_count() == 0u);
             BOOST_TEST(memory::testing::unflushed_commits(s) == 0u);
             BOOST_TEST(s.find_instance("S", "A").has_value());
-            BOOST_TEST(s.has_claim({"T0", "a"}));
-            BOOST_TEST(!s.has_claim({"T0", "b"}), "the claim transaction never committed");
+            BOOST_TEST(memory::testing::has_claim(s, {"T0", "a"}));
+            BOOST_TEST(!memory::testing::has_claim(s, {"T0", "b"}), "the claim transaction never committed");
             BOOST_TEST(s.find_instance("S", "B").has_value() == (keep >= 1));
             BOOST_TEST(s.messages_with_key({"T0", "b"}).size() == (keep >= 2 ? 1u : 0u));
             BOOST_TEST(s.find_instance("S", "C").has_value() == (keep >= 3));
@@ -328,7 +328,7 @@ BOOST_AUTO_TEST_CASE(a_commit_that_waits_for_its_flush_makes_the_earlier_commits
     BOOST_TEST(memory::testing::unflushed_commits(s) == 0u);
     memory::testing::crash(s, 0);
     BOOST_TEST(s.messages().size() == 2u);
-    BOOST_TEST(!s.has_claim({"T0", "a"}));
+    BOOST_TEST(!memory::testing::has_claim(s, {"T0", "a"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_claim_transaction_that_ends_flushes_its_steps_beside) {

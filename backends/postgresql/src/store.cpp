@@ -410,7 +410,10 @@ sequence_instance instance_row(const detail::result& r) {
 
 types_by_state types_of(const detail::result& r) {
     types_by_state types;
-    for (int i = 0; i < r.rows(); ++i) (r.text(i, 1) == "PROCESSED" ? types.processed : types.waiting).push_back(r.text(i, 0));
+    for (int i = 0; i < r.rows(); ++i) {
+        const bool processed = detail::parse_message_state(r.text(i, 1)) == message_state::processed;
+        (processed ? types.processed : types.waiting).push_back(r.text(i, 0));
+    }
     return types;
 }
 

@@ -1,4 +1,7 @@
 #pragma once
+#include <cstddef>
+#include <map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -17,6 +20,18 @@ struct check_then_insert {
     static claim_result acquire(Tx& tx, const claim_request& request) {
         std::vector<message_record> rows = tx.find_messages(request.key);
         return {true, tx.lock_instance(request.instance), std::move(rows)};
+    }
+
+    /// The checks first, then the instance locks in id order, as a batch claim takes them.
+    template <inbox_state_transaction Tx>
+    static std::vector<claim_result> acquire_batch(Tx& tx, std::span<const claim_request> requests) {
+        std::vector<claim_result> results;
+        for (const auto& request : requests) results.push_back({true, {}, tx.find_messages(request.key)});
+        std::map<instance_id, instance_lock> locks;
+        for (const auto& request : requests) locks.emplace(request.instance, instance_lock{});
+        for (auto& [id, lock] : locks) lock = tx.lock_instance(id);
+        for (std::size_t i = 0; i < requests.size(); ++i) results[i].locked = locks.at(requests[i].instance);
+        return results;
     }
 
     template <inbox_state_transaction Tx>

@@ -1,6 +1,8 @@
 #pragma once
 // The claim strategy policy: how a delivery becomes the only one allowed to handle its key.
 #include <concepts>
+#include <span>
+#include <vector>
 
 #include "seqinbox/store/concept.hpp"
 
@@ -18,6 +20,14 @@ template <class C, class Tx>
 concept claim_policy = requires(Tx& tx, const claim_request& request, const claim_key& key) {
     { C::acquire(tx, request) } -> std::same_as<claim_result>;
     { C::forget(tx, key) } -> std::same_as<void>;
+};
+
+/// A claim strategy that also claims a batch (basic_inbox::deliver_batch): `acquire_batch(tx,
+/// requests)` answers as acquire on each request would, in the order of steps that
+/// batch_claim_transaction gives (claims, then instance locks in id order). Keys are distinct.
+template <class C, class Tx>
+concept batch_claim_policy = claim_policy<C, Tx> && requires(Tx& tx, std::span<const claim_request> requests) {
+    { C::acquire_batch(tx, requests) } -> std::same_as<std::vector<claim_result>>;
 };
 
 }  // namespace seqinbox

@@ -1,4 +1,7 @@
 #pragma once
+#include <span>
+#include <vector>
+
 #include "seqinbox/claim/concept.hpp"
 
 namespace seqinbox::claim {
@@ -9,6 +12,11 @@ struct insert_first {
     template <claim_transaction Tx>
     static claim_result acquire(Tx& tx, const claim_request& request) {
         return tx.claim(request);
+    }
+
+    template <batch_claim_transaction Tx>
+    static std::vector<claim_result> acquire_batch(Tx& tx, std::span<const claim_request> requests) {
+        return tx.claim_batch(requests);
     }
 
     template <claim_transaction Tx>

@@ -1,7 +1,9 @@
 #pragma once
 // The message source policy: where deliveries come from and where acknowledgements go.
 #include <concepts>
+#include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "seqinbox/envelope.hpp"
 
@@ -22,6 +24,15 @@ concept source_policy = requires(S& s, const envelope& e) {
 template <class S>
 concept redelivering_source = source_policy<S> && requires(S& s, const envelope& e) {
     { s.redeliver(e) } -> std::same_as<void>;
+};
+
+/// A source that hands out what it already has in one call: `poll_batch(max)` returns up to
+/// `max` deliveries in delivery order, waiting no longer than the source's configured linger
+/// for more once it has one, and nothing when none is ready. Each is acknowledged (or
+/// redelivered) as poll() results are.
+template <class S>
+concept batch_source = source_policy<S> && requires(S& s, std::size_t max) {
+    { s.poll_batch(max) } -> std::same_as<std::vector<envelope>>;
 };
 
 }  // namespace seqinbox

@@ -79,6 +79,20 @@ concept claim_transaction = requires(T& tx, const claim_request& request, const 
     { tx.delete_claim(key) } -> std::same_as<void>;
 };
 
+/// The claims of a batch in one operation (basic_inbox::deliver_batch needs it). The keys of
+/// `requests` are distinct. Same as claim() on each request, except for the order of the steps:
+/// first every claim, in key order (type, then idempotence id); then the instances of the won
+/// claims, each locked once, in id order (two batches never wait for each other in a cycle on
+/// inbox rows); then, under those locks, the instances' types and the won keys' rows. Results
+/// come in the order of `requests`; won results on one instance carry the same lock. A store
+/// may do it all in one round trip. An instance that no longer exists throws
+/// seqinbox::error(retryable) with SQLSTATE 23503 (which instance is not said); a deadlock the
+/// server reports throws seqinbox::error(retryable).
+template <class T>
+concept batch_claim_transaction = requires(T& tx, std::span<const claim_request> requests) {
+    { tx.claim_batch(requests) } -> std::same_as<std::vector<claim_result>>;
+};
+
 /// SAVEPOINT and ROLLBACK TO SAVEPOINT: rolling back to a point undoes the writes and releases
 /// the locks (claims included) taken after it. Needed only to join the claim transaction.
 template <class T>

@@ -2,8 +2,8 @@
 // An in-memory message source: a queue of deliveries with Kafka-like acknowledgement. A polled
 // delivery stays in flight until acknowledged; redeliver_unacknowledged() puts every delivery in
 // flight back at the front of the queue, as a consumer restart does. Thread-safe.
-#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -16,56 +16,24 @@ namespace seqinbox::memory {
 
 class source {
 public:
+    source();
+    ~source();
+
     /// Appends a delivery; an offset of -1 gets the next offset of this source.
-    void push(envelope record) {
-        std::lock_guard lock(mutex_);
-        if (record.offset < 0) record.offset = next_offset_++;
-        queue_.push_back(std::move(record));
-    }
-
-    std::optional<envelope> poll() {
-        std::lock_guard lock(mutex_);
-        if (queue_.empty()) return std::nullopt;
-        envelope record = std::move(queue_.front());
-        queue_.pop_front();
-        in_flight_.push_back(record);
-        return record;
-    }
-
-    void acknowledge(const envelope& record) {
-        std::lock_guard lock(mutex_);
-        auto it = std::ranges::find_if(in_flight_, [&](const envelope& e) { return same_delivery(e, record); });
-        if (it == in_flight_.end()) return;
-        acknowledged_.push_back(std::move(*it));
-        in_flight_.erase(it);
-    }
-
+    void push(envelope record);
+    std::optional<envelope> poll();
+    /// Up to `max` queued deliveries, never waiting: the queue holds all there is.
+    std::vector<envelope> poll_batch(std::size_t max);
+    void acknowledge(const envelope& record);
     /// Puts every polled but unacknowledged delivery back in front, in its original order.
-    std::size_t redeliver_unacknowledged() {
-        std::lock_guard lock(mutex_);
-        std::size_t count = in_flight_.size();
-        queue_.insert(queue_.begin(), in_flight_.begin(), in_flight_.end());
-        in_flight_.clear();
-        return count;
-    }
+    std::size_t redeliver_unacknowledged();
 
-    std::size_t pending() const {
-        std::lock_guard lock(mutex_);
-        return queue_.size();
-    }
-    std::size_t in_flight() const {
-        std::lock_guard lock(mutex_);
-        return in_flight_.size();
-    }
-    std::vector<envelope> acknowledged() const {
-        std::lock_guard lock(mutex_);
-        return acknowledged_;
-    }
+    std::size_t pending() const;
+    std::size_t in_flight() const;
+    std::vector<envelope> acknowledged() const;
 
 private:
-    static bool same_delivery(const envelope& a, const envelope& b) {
-        return a.offset == b.offset && a.partition == b.partition && a.topic == b.topic && a.cluster == b.cluster;
-    }
+    static bool same_delivery(const envelope& a, const envelope& b);
 
     mutable std::mutex mutex_;
     std::deque<envelope> queue_;
@@ -74,6 +42,6 @@ private:
     std::int64_t next_offset_ = 0;
 };
 
-static_assert(source_policy<source>);
+static_assert(batch_source<source>);
 
 }  // namespace seqinbox::memory

@@ -2,9 +2,7 @@
 // Test hooks of the in-memory store: what tests and the step driver do to a store that no user
 // of the store does (a server crash, lost connections, a DELETE behind the inbox's back) and what
 // only they inspect.
-#include <algorithm>
 #include <cstddef>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,75 +16,38 @@ namespace seqinbox::memory {
 struct testing {
     // ---- the durability model (see store.hpp) ----
     /// Commits that did not wait for their WAL flush and that no later flush covered yet.
-    static std::size_t unflushed_commits(const store& s) {
-        std::lock_guard lock(s.mutex_);
-        return s.unflushed_.size();
-    }
+    static std::size_t unflushed_commits(const store& s);
 
     /// A server crash and restart: the committed state rolls back to what was flushed plus the
     /// first `keep` of the unflushed commits after it (the WAL writer flushes in the background
     /// at any moment), id sequences with it; every open transaction dies as with a lost
     /// connection. What lives in the processes (caches, job locks) is left as it is.
-    static void crash(store& s, std::size_t keep) {
-        std::lock_guard lock(s.mutex_);
-        while (!s.open_.empty()) s.kill(*s.open_.front());
-        for (auto& tx : s.pool_) tx->flush_owed = false;  // a flush now reaches the restarted server only
-        if (keep < s.unflushed_.size()) s.restore(std::move(s.unflushed_[keep]));
-        s.unflushed_.clear();
-        s.cv_.notify_all();
-    }
+    static void crash(store& s, std::size_t keep);
 
     // ---- lost connections (step_driver) ----
     /// Rolls back every open transaction begun by `task` and makes later calls on them fail
     /// with a connection error, as pg_terminate_backend does to a backend.
-    static void lose_connections_of(store& s, const detail::task_state* task) {
-        std::lock_guard lock(s.mutex_);
-        std::vector<detail::tx_state*> victims;  // kill() removes from open_: not while iterating it
-        std::ranges::copy_if(s.open_, std::back_inserter(victims), [&](const detail::tx_state* tx) { return tx->owner == task; });
-        for (auto* tx : victims) s.kill(*tx);
-        s.cv_.notify_all();
-    }
+    static void lose_connections_of(store& s, const detail::task_state* task);
 
     /// Like lose_connections_of, for the task's oldest open transaction only (its claim
     /// transaction): a REQUIRES_NEW step in flight lives on, as when one backend is terminated.
-    static void lose_first_connection_of(store& s, const detail::task_state* task) {
-        std::lock_guard lock(s.mutex_);
-        auto first = std::ranges::find_if(s.open_, [&](const detail::tx_state* tx) { return tx->owner == task; });
-        if (first == s.open_.end()) return;
-        s.kill(**first);
-        s.cv_.notify_all();
-    }
+    static void lose_first_connection_of(store& s, const detail::task_state* task);
 
     /// The instances locked by the open transactions `task` began (which instance an action
     /// runner is acting on).
-    static std::vector<instance_id> instances_locked_by(const store& s, const detail::task_state* task) {
-        std::lock_guard lock(s.mutex_);
-        std::vector<instance_id> ids;
-        for (const auto* tx : s.open_)
-            if (tx->owner == task) ids.insert(ids.end(), tx->locks.instances.begin(), tx->locks.instances.end());
-        return ids;
-    }
+    static std::vector<instance_id> instances_locked_by(const store& s, const detail::task_state* task);
 
     // ---- around the inbox ----
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.
-    static void delete_instance(store& s, instance_id id) {
-        yield_point("instance.delete");
-        store::lock_guard lock(s.mutex_);
-        s.wait_while(lock, nullptr, "instance.delete", [&] { return s.referenced(id); });
-        if (auto it = s.instances_.find(id); it != s.instances_.end()) {
-            s.erase_instance(it);
-            s.flush_wal();
-        }
-    }
+    static void delete_instance(store& s, instance_id id);
+
+    // ---- committed state only tests inspect ----
+    /// Whether the claim of `key` is committed.
+    static bool has_claim(const store& s, const claim_key& key);
 
     /// The committed value of the business key-value table (transaction::put).
-    static std::optional<std::string> kv_get(const store& s, const std::string& key) {
-        std::lock_guard lock(s.mutex_);
-        auto it = s.kv_.find(key);
-        if (it == s.kv_.end()) return std::nullopt;
-        return it->second;
-    }
+    static std::optional<std::string> kv_get(const store& s, const std::string& key);
 };
 
 }  // namespace seqinbox::memory

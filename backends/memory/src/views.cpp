@@ -1,19 +1,19 @@
-#pragma once
-// Part of memory/store.hpp, which includes it at its end: read views (seqinbox::view_store) and
-// the inspection of committed state that tests, the demo and operators use.
+// The in-memory store's read views (seqinbox::view_store) and the inspection of committed state
+// that tests, the demo and operators use.
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "seqinbox/memory/store.hpp"
+#include "store_internals.hpp"
 
 namespace seqinbox::memory {
 
-inline std::vector<instance_count> store::instance_counts() const {
+std::vector<instance_count> store::instance_counts() const {
     std::lock_guard lock(mutex_);
     std::map<std::pair<std::string, instance_state>, std::size_t> counts;
     for (const auto& [id, row] : instances_) ++counts[{row.row.sequence, row.row.state}];
@@ -22,7 +22,7 @@ inline std::vector<instance_count> store::instance_counts() const {
     return out;
 }
 
-inline std::vector<message_count> store::message_counts() const {
+std::vector<message_count> store::message_counts() const {
     std::lock_guard lock(mutex_);
     std::map<std::pair<std::string, message_state>, std::size_t> counts;
     for (const auto& row : messages_)
@@ -32,7 +32,7 @@ inline std::vector<message_count> store::message_counts() const {
     return out;
 }
 
-inline std::vector<retention_count> store::retention_counts(timestamp now, double share) const {
+std::vector<retention_count> store::retention_counts(timestamp now, double share) const {
     std::lock_guard lock(mutex_);
     std::map<std::string, retention_count> counts;
     for (const auto& [id, row] : instances_) {
@@ -46,13 +46,13 @@ inline std::vector<retention_count> store::retention_counts(timestamp now, doubl
     return out;
 }
 
-inline std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) const {
+std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) const {
     std::lock_guard lock(mutex_);
     return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
                                           [](const instance_row& r) { return r.row.retain_until; }));
 }
 
-inline std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) const {
+std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) const {
     std::lock_guard lock(mutex_);
     auto expiring = [&](const instance_row& r) {
         return r.row.state == instance_state::open && now <= r.row.retain_until && used_share(r.row, now) >= share;
@@ -60,7 +60,7 @@ inline std::vector<sequence_instance> store::expiring_instances(timestamp now, d
     return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
 }
 
-inline std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) const {
+std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) const {
     std::lock_guard lock(mutex_);
     auto by_sequence = instance_index_.find(sequence);
     if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
@@ -74,18 +74,18 @@ inline std::optional<instance_view> store::view_instance(const std::string& sequ
     return view;
 }
 
-inline double store::used_share(const sequence_instance& i, timestamp now) {
+double store::used_share(const sequence_instance& i, timestamp now) {
     const auto whole = std::chrono::duration<double>(i.retain_until - i.created_at).count();
     return whole > 0 ? std::chrono::duration<double>(now - i.created_at).count() / whole : 1.0;
 }
 
-inline std::vector<sequence_instance> store::rows_of(const std::vector<instance_id>& ids) const {
+std::vector<sequence_instance> store::rows_of(const std::vector<instance_id>& ids) const {
     std::vector<sequence_instance> rows;
     for (instance_id id : ids) rows.push_back(instances_.at(id).row);
     return rows;
 }
 
-inline std::vector<sequence_instance> store::instances() const {
+std::vector<sequence_instance> store::instances() const {
     std::lock_guard lock(mutex_);
     std::vector<sequence_instance> rows;
     for (const auto& [id, row] : instances_) rows.push_back(row.row);
@@ -93,7 +93,7 @@ inline std::vector<sequence_instance> store::instances() const {
     return rows;
 }
 
-inline std::optional<sequence_instance> store::find_instance(const std::string& sequence, const std::string& context_id) const {
+std::optional<sequence_instance> store::find_instance(const std::string& sequence, const std::string& context_id) const {
     std::lock_guard lock(mutex_);
     auto by_sequence = instance_index_.find(sequence);
     if (by_sequence == instance_index_.end()) return std::nullopt;
@@ -102,7 +102,7 @@ inline std::optional<sequence_instance> store::find_instance(const std::string& 
     return instances_.at(it->second).row;
 }
 
-inline std::vector<message_record> store::messages() const {
+std::vector<message_record> store::messages() const {
     std::lock_guard lock(mutex_);
     std::vector<message_record> rows;
     for (std::size_t i = 0; i < messages_.size(); ++i)
@@ -111,7 +111,7 @@ inline std::vector<message_record> store::messages() const {
     return rows;
 }
 
-inline std::vector<message_record> store::messages_with_key(const claim_key& key) const {
+std::vector<message_record> store::messages_with_key(const claim_key& key) const {
     std::lock_guard lock(mutex_);
     std::vector<message_record> rows;
     for_each_committed(key, [&](message_id id, const detail::stored_message& row) { rows.push_back(row.record(id)); });
@@ -119,22 +119,15 @@ inline std::vector<message_record> store::messages_with_key(const claim_key& key
     return rows;
 }
 
-inline bool store::has_claim(const claim_key& key) const {
+
+std::size_t store::claim_count() const {
     std::lock_guard lock(mutex_);
-    auto it = claims_.find(key);
-    return it != claims_.end() && it->second.committed.has_value();
+    return static_cast<std::size_t>(std::ranges::count_if(claims_, [](const auto& c) { return c.second.committed.has_value(); }));
 }
 
-inline std::size_t store::claim_count() const {
-    std::lock_guard lock(mutex_);
-    return std::ranges::count_if(claims_, [](const auto& c) { return c.second.committed.has_value(); });
-}
-
-inline std::size_t store::open_transaction_count() const {
+std::size_t store::open_transaction_count() const {
     std::lock_guard lock(mutex_);
     return open_.size();
 }
-
-static_assert(seqinbox::view_store<store>, "memory::store must model seqinbox::view_store");
 
 }  // namespace seqinbox::memory

@@ -1,14 +1,13 @@
-#pragma once
-// Part of memory/store.hpp, which includes it at its end: operator actions
-// (seqinbox::action_store), committed at once like an UPDATE.
+// The in-memory store's operator actions (seqinbox::action_store), committed at once like an UPDATE.
 #include <map>
+#include <mutex>
 #include <vector>
 
-#include "seqinbox/memory/store.hpp"
+#include "store_internals.hpp"
 
 namespace seqinbox::memory {
 
-inline bool store::request_message_action(message_id id, message_action action, timestamp now) {
+bool store::request_message_action(message_id id, message_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
@@ -19,7 +18,7 @@ inline bool store::request_message_action(message_id id, message_action action, 
     return true;
 }
 
-inline bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
+bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
@@ -30,7 +29,7 @@ inline bool store::request_instance_action(instance_id id, instance_action actio
     return true;
 }
 
-inline std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) const {
+std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) const {
     std::lock_guard lock(mutex_);
     std::map<instance_id, timestamp> oldest;  // the oldest request of each instance
     auto note = [&](instance_id id, timestamp at) {
@@ -43,14 +42,12 @@ inline std::vector<instance_id> store::instances_with_pending_actions(std::size_
                                   [&](const instance_row& r) { return oldest.at(r.row.id); });
 }
 
-inline pending_actions store::actions_of(instance_id instance) const {
+pending_actions store::actions_of(instance_id instance) const {
     seqinbox::pending_actions actions;
     if (auto it = instance_actions_.find(instance); it != instance_actions_.end()) actions.on_instance = it->second;
     for (message_id id : instances_.at(instance).messages)
         if (auto it = message_actions_.find(id); it != message_actions_.end()) actions.on_messages.push_back(it->second);
     return actions;
 }
-
-static_assert(seqinbox::action_store<store>, "memory::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::memory

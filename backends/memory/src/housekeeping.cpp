@@ -1,51 +1,46 @@
-#pragma once
-// Part of memory/store.hpp, which includes it at its end: housekeeping
-// (seqinbox::housekeeping_store) and the cascade of deleting an instance.
+// The in-memory store's housekeeping (seqinbox::housekeeping_store) and the cascade of deleting
+// an instance.
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "seqinbox/memory/store.hpp"
+#include "store_internals.hpp"
 
 namespace seqinbox::memory {
 
-class store::job_lock {
-public:
-    job_lock() = default;
-    job_lock(job_lock&& other) noexcept : store_(std::exchange(other.store_, nullptr)), job_(std::move(other.job_)) {}
-    job_lock& operator=(job_lock&& other) noexcept {
-        if (this != &other) {
-            release();
-            store_ = std::exchange(other.store_, nullptr);
-            job_ = std::move(other.job_);
-        }
-        return *this;
-    }
-    ~job_lock() { release(); }
-    explicit operator bool() const noexcept { return store_ != nullptr; }
+store::job_lock::job_lock(store* s, std::string job) : store_(s), job_(std::move(job)) {}
 
-private:
-    friend class store;
-    job_lock(store* s, std::string job) : store_(s), job_(std::move(job)) {}
-    void release() noexcept {
-        if (store_ == nullptr) return;
-        std::lock_guard lock(store_->mutex_);
-        store_->running_jobs_.erase(job_);
-        store_ = nullptr;
-    }
-    store* store_ = nullptr;
-    std::string job_;
-};
+store::job_lock::job_lock(job_lock&& other) noexcept
+    : store_(std::exchange(other.store_, nullptr)), job_(std::move(other.job_)) {}
 
-inline store::job_lock store::try_lock_job(const std::string& job) {
+store::job_lock& store::job_lock::operator=(job_lock&& other) noexcept {
+    if (this != &other) {
+        release();
+        store_ = std::exchange(other.store_, nullptr);
+        job_ = std::move(other.job_);
+    }
+    return *this;
+}
+
+store::job_lock::~job_lock() { release(); }
+
+void store::job_lock::release() noexcept {
+    if (store_ == nullptr) return;
+    std::lock_guard lock(store_->mutex_);
+    store_->running_jobs_.erase(job_);
+    store_ = nullptr;
+}
+
+store::job_lock store::try_lock_job(const std::string& job) {
     std::lock_guard lock(mutex_);
     if (!running_jobs_.insert(job).second) return {};
     return job_lock(this, job);
 }
 
-inline std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows,
-                                                        std::size_t limit) const {
+std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows,
+                                                 std::size_t limit) const {
     auto window_passed = [&](const instance_row& r) {
         const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
         const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
@@ -55,13 +50,13 @@ inline std::vector<instance_id> store::closed_instances(timestamp now, std::span
                            [](const instance_row& r) { return r.row.id; });
 }
 
-inline std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) const {
+std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) const {
     return instances_where(limit, [&](const instance_row& r) {
         return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now;
     }, [](const instance_row& r) { return *r.row.remove_after; });
 }
 
-inline std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
+std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
     yield_point("instance.mark_expired");
     std::lock_guard lock(mutex_);
     std::vector<sequence_instance> marked;
@@ -76,7 +71,7 @@ inline std::vector<sequence_instance> store::mark_expired(timestamp now, std::ch
     return marked;
 }
 
-inline bool store::referenced(instance_id id) const {
+bool store::referenced(instance_id id) const {
     if (instance_locks_.contains(id)) return true;
     return std::ranges::any_of(open_, [&](const detail::tx_state* tx) {
         return std::ranges::any_of(tx->writes.messages, [&](auto& m) { return m.instance == id; }) ||
@@ -84,7 +79,7 @@ inline bool store::referenced(instance_id id) const {
     });
 }
 
-inline bool store::remove_instance(instance_id id, const forward_waiting& forward) {
+bool store::remove_instance(instance_id id, const forward_waiting& forward) {
     yield_point("instance.remove");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "instance.remove", [&] { return referenced(id); });
@@ -99,7 +94,7 @@ inline bool store::remove_instance(instance_id id, const forward_waiting& forwar
     return true;
 }
 
-inline void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
+void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
     const instance_id id = it->first;
     instance_actions_.erase(id);
     for (message_id m : it->second.messages) {
@@ -121,7 +116,5 @@ inline void store::erase_instance(std::unordered_map<instance_id, instance_row>:
     instances_.erase(it);
     cv_.notify_all();
 }
-
-static_assert(seqinbox::housekeeping_store<store>, "memory::store must model seqinbox::housekeeping_store");
 
 }  // namespace seqinbox::memory

@@ -1,0 +1,297 @@
+// The in-memory store: its tables, locks, visibility and durability; the transaction's operations
+// are in transaction.cpp, the other concepts in actions.cpp, housekeeping.cpp and views.cpp.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "store_internals.hpp"
+
+namespace seqinbox::memory {
+
+store::store(store_options options) : options_(options) {}
+store::~store() = default;
+
+store::transaction store::begin() {
+    std::lock_guard lock(mutex_);
+    detail::tx_state* tx = nullptr;
+    if (free_.empty()) {
+        tx = pool_.emplace_back(std::make_unique<detail::tx_state>()).get();
+    } else {
+        tx = free_.back();  // reused: its vectors keep their capacity
+        free_.pop_back();
+    }
+    tx->id = next_tx_++;
+    tx->owner = detail::current_task;
+    tx->ended = false;
+    tx->dead = false;
+    tx->loss_seen = false;
+    tx->skip_flush = false;
+    tx->flush_owed = false;
+    open_.push_back(tx);
+    return transaction(*this, tx);
+}
+
+sequence_instance store::create_or_get_instance(const std::string& sequence, const std::string& context_id,
+                                                timestamp created_at, timestamp retain_until) {
+    yield_point("instance.create_or_get");
+    std::lock_guard lock(mutex_);
+    auto& by_context = instance_index_[sequence];
+    if (auto it = by_context.find(context_id); it != by_context.end()) return instances_.at(it->second).row;
+    unflushed_commit();  // a creation does not wait for its WAL flush (synchronous_commit off)
+    const instance_id id = next_instance_id_++;
+    by_context.emplace(context_id, id);
+    instance_row row;
+    row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
+    return instances_.emplace(id, std::move(row)).first->second.row;
+}
+
+stored_as store::store_message(message_record row) {
+    auto tx = begin();
+    const stored_as what = tx.store_message(std::move(row));
+    tx.commit();
+    return what;
+}
+
+stored_as store::store_message_beside(transaction& claim, message_record row) {
+    {
+        std::lock_guard lock(mutex_);
+        claim.tx_->flush_owed = true;  // also when the outcome is unknown: it may have committed
+    }
+    auto tx = begin();
+    tx.tx_->skip_flush = true;
+    const stored_as what = tx.store_message(std::move(row));
+    tx.commit();
+    return what;
+}
+
+void store::ensure_usable(detail::tx_state& tx) {
+    if (tx.dead) {
+        tx.loss_seen = true;
+        throw error(error_category::connection,
+                    "connection lost: transaction " + std::to_string(tx.id) + " was rolled back", "57P01");
+    }
+    if (tx.ended) throw error(error_category::misuse, "transaction " + std::to_string(tx.id) + " already ended");
+}
+
+void store::require_instance(instance_id id) const {
+    if (!instances_.contains(id))
+        throw error(error_category::retryable,
+                    "sequence instance " + std::to_string(id) + " no longer exists (removed by housekeeping?)",
+                    std::string(instance_removed_sqlstate));
+}
+
+// ---- visibility: committed rows overlaid with the transaction's own writes ----
+
+std::optional<message_record> store::visible_message(detail::tx_state& tx, message_id id) const {
+    if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; })) return *own;
+    const auto* row = committed_message(id);
+    if (row == nullptr) return std::nullopt;
+    return row->record(id);
+}
+
+const detail::stored_message* store::committed_message(message_id id) const {
+    auto index = static_cast<std::size_t>(id - 1);
+    return id > 0 && index < messages_.size() && messages_[index].exists ? &messages_[index] : nullptr;
+}
+detail::stored_message* store::committed_message(message_id id) {
+    return const_cast<detail::stored_message*>(std::as_const(*this).committed_message(id));
+}
+
+int store::own_processed_delta(const detail::tx_state& tx, instance_id instance, const std::string& type) const {
+    int delta = 0;
+    for (const auto& own : tx.writes.messages) {
+        if (own.instance != instance || own.type != type) continue;
+        const auto* before = committed_message(own.id);
+        if (before != nullptr && before->state == message_state::processed) --delta;
+        if (own.state == message_state::processed) ++delta;
+    }
+    return delta;
+}
+
+std::vector<message_record> store::visible_messages(detail::tx_state& tx, const claim_key& key) const {
+    std::vector<message_record> rows;
+    for_each_committed(key, [&](message_id id, const auto&) { rows.push_back(*visible_message(tx, id)); });
+    for (const auto& own : tx.writes.messages)
+        if (own.key() == key && !committed_message(own.id)) rows.push_back(own);
+    std::ranges::sort(rows, {}, &message_record::id);
+    return rows;
+}
+
+// ---- locks ----
+
+detail::claim_slot& store::hold_claim(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
+    auto& held = *claims_.try_emplace(key).first;  // node-based: the reference survives rehashing
+    detail::claim_slot& slot = held.second;
+    wait_while(lock, &tx, label, [&] { return slot.holder != 0 && slot.holder != tx.id; });
+    if (slot.holder != tx.id) {
+        slot.holder = tx.id;
+        slot.pending = slot.committed;
+        tx.locks.claims.push_back(&held);
+    }
+    return slot;
+}
+
+void store::lock_instance_row(lock_guard& lock, detail::tx_state& tx, instance_id id, std::string_view label) {
+    wait_while(lock, &tx, label, [&] { return held_by_other(instance_locks_, id, tx); });
+    require_instance(id);
+    if (instance_locks_.try_emplace(id, tx.id).second) tx.locks.instances.push_back(id);
+}
+
+void store::lock_key(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
+    wait_while(lock, &tx, label, [&] { return held_by_other(key_locks_, key, tx); });
+    if (key_locks_.try_emplace(key, tx.id).second) tx.locks.keys.push_back(key);
+}
+
+void store::release_locks(detail::held_locks& locks, const detail::held_locks& kept) {
+    for (std::size_t i = kept.claims.size(); i < locks.claims.size(); ++i) {
+        locks.claims[i]->second.holder = 0;
+        locks.claims[i]->second.pending.reset();
+    }
+    for (std::size_t i = kept.instances.size(); i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
+    for (std::size_t i = kept.messages.size(); i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
+    for (std::size_t i = kept.keys.size(); i < locks.keys.size(); ++i) key_locks_.erase(locks.keys[i]);
+    locks.claims.resize(kept.claims.size());
+    locks.instances.resize(kept.instances.size());
+    locks.messages.resize(kept.messages.size());
+    locks.keys.resize(kept.keys.size());
+}
+
+// ---- the transaction's own writes ----
+
+message_id store::insert_own(detail::tx_state& tx, message_record row) {
+    require_instance(row.instance);
+    row.id = next_message_id_++;
+    tx.writes.messages.push_back(std::move(row));
+    message_locks_.emplace(tx.writes.messages.back().id, tx.id);
+    tx.locks.messages.push_back(tx.writes.messages.back().id);
+    return tx.writes.messages.back().id;
+}
+
+void store::update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
+                       std::optional<envelope> payload) {
+    wait_while(lock, &tx, "message.update", [&] { return held_by_other(message_locks_, id, tx); });
+    auto row = visible_message(tx, id);
+    if (!row) return;
+    if (message_locks_.try_emplace(id, tx.id).second) tx.locks.messages.push_back(id);
+    row->state = state;
+    row->state_changed_at = now;
+    if (payload) row->payload = std::move(payload);
+    if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; }))
+        *own = std::move(*row);
+    else
+        tx.writes.messages.push_back(std::move(*row));
+}
+
+void store::finish(detail::tx_state& tx) {
+    release_locks(tx.locks, {});
+    tx.writes.messages.clear();
+    tx.writes.closings.clear();
+    tx.writes.kv.clear();
+    tx.writes.cleared_actions.clear();
+    tx.savepoints.clear();
+    tx.ended = true;
+    std::erase(open_, &tx);
+    cv_.notify_all();
+}
+
+void store::kill(detail::tx_state& tx) {
+    tx.dead = true;
+    finish(tx);
+}
+
+// ---- durability ----
+
+void store::unflushed_commit() { unflushed_.push_back(committed()); }
+
+void store::flush_wal() { unflushed_.clear(); }
+
+void store::settle_flush_owed(detail::tx_state& tx) {
+    if (std::exchange(tx.flush_owed, false) && !tx.loss_seen) flush_wal();
+}
+
+bool store::writes_anything(const detail::tx_state& tx) {
+    const auto& w = tx.writes;
+    // A row lock (FOR NO KEY UPDATE) writes WAL too.
+    return !w.messages.empty() || !w.closings.empty() || !w.kv.empty() || !w.cleared_actions.empty() ||
+           !tx.locks.instances.empty() ||
+           std::ranges::any_of(tx.locks.claims, [](const auto* held) { return held->second.pending.has_value() != held->second.committed.has_value(); });
+}
+
+void store::commit_durably(detail::tx_state& tx) {
+    const bool writes = writes_anything(tx);
+    if (writes && tx.skip_flush) unflushed_commit();
+    apply(tx);
+    if (writes && !tx.skip_flush) flush_wal();  // covers every earlier commit
+    settle_flush_owed(tx);
+}
+
+store::committed_tables store::committed() const {
+    committed_tables saved{next_instance_id_, next_message_id_, instances_, instance_index_, messages_, messages_by_key_,
+                           {}, kv_, message_actions_, instance_actions_};
+    for (const auto& [key, slot] : claims_)
+        if (slot.committed) saved.claims.emplace_back(key, *slot.committed);
+    return saved;
+}
+
+/// Every transaction has ended: no lock refers to a claim slot, which are kept (see erase_instance).
+void store::restore(committed_tables&& saved) {
+    next_instance_id_ = saved.next_instance_id;
+    next_message_id_ = saved.next_message_id;
+    instances_ = std::move(saved.instances);
+    instance_index_ = std::move(saved.instance_index);
+    messages_ = std::move(saved.messages);
+    messages_by_key_ = std::move(saved.messages_by_key);
+    for (auto& [key, slot] : claims_) slot.committed.reset();
+    for (auto& [key, row] : saved.claims) claims_[key].committed = row;
+    kv_ = std::move(saved.kv);
+    message_actions_ = std::move(saved.message_actions);
+    instance_actions_ = std::move(saved.instance_actions);
+}
+
+// ---- commit: the transaction's writes become the committed tables ----
+
+void store::forget_message_indexes(message_id id, const detail::stored_message& row) {
+    auto& instance = instances_.at(row.instance);
+    if (row.state == message_state::processed) --instance.processed[row.type];
+    if (row.state == message_state::waiting) instance.waiting[row.type].erase(id);
+}
+
+void store::apply_message(message_record&& row) {
+    const message_id id = row.id;
+    auto* existing = committed_message(id);
+    if (existing != nullptr) forget_message_indexes(id, *existing);
+    auto& instance = instances_.at(row.instance);
+    if (row.state == message_state::processed) ++instance.processed[row.type];
+    if (row.state == message_state::waiting) instance.waiting[row.type].insert(id);
+    if (existing != nullptr) {
+        *existing = detail::stored_message(std::move(row), existing->key_hash);
+        return;
+    }
+    const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
+    messages_by_key_.emplace(hash, id);
+    instance.messages.push_back(id);
+    if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
+    messages_[static_cast<std::size_t>(id) - 1] = detail::stored_message(std::move(row), hash);
+}
+
+void store::apply(detail::tx_state& tx) {
+    for (auto* held : tx.locks.claims) {
+        auto& slot = held->second;
+        if (slot.pending && !slot.committed) instances_.at(slot.pending->instance).claims.push_back(held->first);
+        slot.committed = slot.pending;
+    }
+    for (auto& row : tx.writes.messages) apply_message(std::move(row));
+    for (const auto& [id, at] : tx.writes.closings) {
+        instances_.at(id).row.state = instance_state::closed;
+        instances_.at(id).closed_at = at;
+    }
+    for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
+    for (const auto& [instance, read] : tx.writes.cleared_actions) {  // a request replaced since stays
+        if (read.on_instance) detail::erase_if_equal(instance_actions_, instance, *read.on_instance);
+        for (const auto& request : read.on_messages) detail::erase_if_equal(message_actions_, request.message, request);
+    }
+}
+
+}  // namespace seqinbox::memory

@@ -1,0 +1,93 @@
+#pragma once
+// What the store's sources share and its public header only declares: the member templates and
+// the tables a crash restores. Private to seqinbox::memory.
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "seqinbox/error.hpp"
+#include "seqinbox/memory/store.hpp"
+
+namespace seqinbox::memory {
+
+struct store::committed_tables {
+    instance_id next_instance_id;
+    message_id next_message_id;
+    std::unordered_map<instance_id, instance_row> instances;
+    std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index;
+    std::deque<detail::stored_message> messages;
+    std::unordered_multimap<std::size_t, message_id> messages_by_key;
+    std::vector<std::pair<claim_key, detail::claim_row>> claims;
+    std::map<std::string, std::string> kv;
+    std::map<message_id, message_request> message_actions;
+    std::map<instance_id, instance_request> instance_actions;
+};
+
+template <class Conflict>
+void store::wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict) {
+    const auto deadline = std::chrono::steady_clock::now() + options_.lock_timeout;
+    while (conflict()) {
+        if (detail::current_task != nullptr) {
+            lock.unlock();
+            detail::park(detail::task_run::blocked, label);
+            lock.lock();
+        } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && conflict()) {
+            throw error(error_category::retryable,
+                        std::string("lock timeout while waiting for ") + std::string(label), "55P03");
+        }
+        if (tx != nullptr) ensure_usable(*tx);
+    }
+}
+
+template <class Op>
+auto store::operate(detail::tx_state& tx, std::string_view label, Op op) {
+    yield_point(label);
+    lock_guard lock(mutex_);
+    ensure_usable(tx);
+    return op(lock);
+}
+
+template <class Id, class... Hash>
+bool store::held_by_other(const std::unordered_map<Id, std::uint64_t, Hash...>& locks, const Id& id, const detail::tx_state& tx) {
+    auto it = locks.find(id);
+    return it != locks.end() && it->second != tx.id;
+}
+
+template <class Visit>
+void store::for_each_committed(const claim_key& key, Visit visit) const {
+    auto [first, last] = messages_by_key_.equal_range(detail::claim_key_hash{}(key));
+    for (auto it = first; it != last; ++it)
+        if (const auto& row = *committed_message(it->second); row.has_key(key)) visit(it->second, row);
+}
+
+template <class Pick, class OrderBy>
+std::vector<instance_id> store::instances_where_locked(std::size_t limit, Pick pick, OrderBy order_by) const {
+    using key = decltype(order_by(std::declval<const instance_row&>()));
+    std::vector<std::pair<key, instance_id>> found;
+    for (const auto& [id, row] : instances_)
+        if (pick(row)) found.emplace_back(order_by(row), id);
+    std::ranges::sort(found);
+    std::vector<instance_id> ids;
+    for (std::size_t i = 0; i < found.size() && i < limit; ++i) ids.push_back(found[i].second);
+    return ids;
+}
+
+template <class Pick, class OrderBy>
+std::vector<instance_id> store::instances_where(std::size_t limit, Pick pick, OrderBy order_by) const {
+    std::lock_guard lock(mutex_);
+    return instances_where_locked(limit, pick, order_by);
+}
+
+template <class Op>
+auto store::transaction::run(std::string_view label, Op op) {
+    if (store_ == nullptr) throw error(error_category::misuse, "use of a moved-from transaction");
+    return store_->operate(*tx_, label, [&](lock_guard& lock) { return op(*store_, *tx_, lock); });
+}
+
+}  // namespace seqinbox::memory

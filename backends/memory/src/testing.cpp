@@ -1,0 +1,74 @@
+// The in-memory store's test hooks (memory/testing.hpp).
+#include "seqinbox/memory/testing.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <mutex>
+#include <utility>
+
+#include "store_internals.hpp"
+
+namespace seqinbox::memory {
+
+std::size_t testing::unflushed_commits(const store& s) {
+    std::lock_guard lock(s.mutex_);
+    return s.unflushed_.size();
+}
+
+void testing::crash(store& s, std::size_t keep) {
+    std::lock_guard lock(s.mutex_);
+    while (!s.open_.empty()) s.kill(*s.open_.front());
+    for (auto& tx : s.pool_) tx->flush_owed = false;  // a flush now reaches the restarted server only
+    if (keep < s.unflushed_.size()) s.restore(std::move(s.unflushed_[keep]));
+    s.unflushed_.clear();
+    s.cv_.notify_all();
+}
+
+void testing::lose_connections_of(store& s, const detail::task_state* task) {
+    std::lock_guard lock(s.mutex_);
+    std::vector<detail::tx_state*> victims;  // kill() removes from open_: not while iterating it
+    std::ranges::copy_if(s.open_, std::back_inserter(victims), [&](const detail::tx_state* tx) { return tx->owner == task; });
+    for (auto* tx : victims) s.kill(*tx);
+    s.cv_.notify_all();
+}
+
+void testing::lose_first_connection_of(store& s, const detail::task_state* task) {
+    std::lock_guard lock(s.mutex_);
+    auto first = std::ranges::find_if(s.open_, [&](const detail::tx_state* tx) { return tx->owner == task; });
+    if (first == s.open_.end()) return;
+    s.kill(**first);
+    s.cv_.notify_all();
+}
+
+std::vector<instance_id> testing::instances_locked_by(const store& s, const detail::task_state* task) {
+    std::lock_guard lock(s.mutex_);
+    std::vector<instance_id> ids;
+    for (const auto* tx : s.open_)
+        if (tx->owner == task) ids.insert(ids.end(), tx->locks.instances.begin(), tx->locks.instances.end());
+    return ids;
+}
+
+void testing::delete_instance(store& s, instance_id id) {
+    yield_point("instance.delete");
+    store::lock_guard lock(s.mutex_);
+    s.wait_while(lock, nullptr, "instance.delete", [&] { return s.referenced(id); });
+    if (auto it = s.instances_.find(id); it != s.instances_.end()) {
+        s.erase_instance(it);
+        s.flush_wal();
+    }
+}
+
+std::optional<std::string> testing::kv_get(const store& s, const std::string& key) {
+    std::lock_guard lock(s.mutex_);
+    auto it = s.kv_.find(key);
+    if (it == s.kv_.end()) return std::nullopt;
+    return it->second;
+}
+
+bool testing::has_claim(const store& s, const claim_key& key) {
+    std::lock_guard lock(s.mutex_);
+    auto it = s.claims_.find(key);
+    return it != s.claims_.end() && it->second.committed.has_value();
+}
+
+}  // namespace seqinbox::memory
