@@ -19,7 +19,8 @@ namespace seqinbox {
 struct batch_hooks {
     /// Runs after every listener of the batch ran and before the batch commits, on the calling
     /// thread. A throw rolls the batch back: nothing of it is stored, the error sink hears
-    /// nothing, and deliver_batch rethrows, so that the whole batch is delivered again (the
+    /// nothing more (only of released messages that failed, which it hears at once), and
+    /// deliver_batch rethrows, so that the whole batch is delivered again (the
     /// relay waits here for the broker acknowledgements of everything its listeners produced).
     std::function<void()> before_commit;
 };

@@ -3,7 +3,7 @@
 // (docs/processing.md, docs/guarantees.md).
 //
 // Thread-safety: register listeners (on) before the first delivery; after that, deliver,
-// poll_once and drain may be called from any number of threads at once, provided the policies
+// deliver_batch, poll_once, poll_batch and drain may be called from any number of threads at once, provided the policies
 // are thread-safe as documented by their concepts (the in-memory ones are). Several inbox objects
 // sharing one store behave like several service instances sharing one database.
 //
@@ -15,16 +15,20 @@
 #include <chrono>
 #include <exception>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "seqinbox/batch.hpp"
 #include "seqinbox/claim/concept.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/concept.hpp"
@@ -159,6 +163,47 @@ public:
         return count;
     }
 
+    /// Decides `records` in one transaction (seqinbox/batch.hpp): every result is the one
+    /// delivering them one after another in this order would give, and the error sink hears of
+    /// the batch's direct failures and rejections once it committed (of a released message's
+    /// failure at once). Does not acknowledge. Throws when the batch did
+    /// not commit: deliver all of it again.
+    std::vector<delivery_result> deliver_batch(std::span<const envelope> records, const batch_hooks& hooks = {})
+        requires batch_claim_policy<Claim, transaction>
+    {
+        ensure_ready();
+        const auto started = std::chrono::steady_clock::now();
+        std::vector<delivery_result> results(records.size());
+        batch_effects classified;  // the rejections and unsequenced failures: no transaction
+        std::vector<batch_item> items = classify_batch(records, classified, results);
+        batch_effects effects = sequence_batch(items, results, hooks);
+        for (auto* f : {&classified.to_sink, &effects.to_sink})
+            for (const auto& failure : *f) sink_->publish(failure);
+        const auto elapsed = std::chrono::steady_clock::now() - started;
+        for (const auto& result : results) metrics_.handled(metric_type(result), elapsed);
+        return results;
+    }
+
+    /// Polls up to `max` deliveries (the source's poll_batch when it has one), decides them with
+    /// deliver_batch and acknowledges each. When the batch did not commit, a redelivering source
+    /// gets every one back (last first, so that it ends at the first) and this rethrows.
+    std::vector<delivery_result> poll_batch(std::size_t max, const batch_hooks& hooks = {})
+        requires batch_claim_policy<Claim, transaction>
+    {
+        const std::vector<envelope> records = take(max);
+        if (records.empty()) return {};
+        std::vector<delivery_result> results;
+        try {
+            results = deliver_batch(records, hooks);
+        } catch (...) {
+            if constexpr (redelivering_source<Source>)
+                for (auto it = records.rbegin(); it != records.rend(); ++it) source_->redeliver(*it);
+            throw;
+        }
+        for (const auto& record : records) source_->acknowledge(record);
+        return results;
+    }
+
     /// Executes pending operator actions (docs/operations.md): up to `pages` pages of `page_size` instances,
     /// each in one transaction under its instance lock, then a release pass and closing where
     /// complete. Returns how many actions ran. Several service instances may run it at once.
@@ -194,8 +239,32 @@ private:
             return deliver(record);
         }
     }
-    /// Inbox state follows the listener into T1 under `required`, else gets its own transaction.
-    using state_step = std::conditional_t<Propagation::joins_claim_transaction, propagation::required, propagation::requires_new>;
+    /// What a batch defers to its commit, and which claims it deleted.
+    struct batch_effects {
+        std::vector<failed_delivery> to_sink;  ///< the error sink hears once the batch committed
+        std::set<claim_key> forgotten;
+    };
+
+    /// Where a decision writes: one delivery's T1, or a batch's transaction (`batch` set).
+    struct scope {
+        transaction& t1;
+        batch_effects* batch = nullptr;
+        /// Inbox state follows the listener into T1 under `required` and in a batch; else it gets
+        /// a transaction of its own.
+        bool joined() const noexcept { return Propagation::joins_claim_transaction || batch != nullptr; }
+    };
+
+    void publish(batch_effects* batch, failed_delivery f) {
+        if (batch != nullptr)
+            batch->to_sink.push_back(std::move(f));
+        else
+            sink_->publish(f);
+    }
+
+    static void forget(scope& s, transaction& tx, const claim_key& key) {
+        Claim::forget(tx, key);
+        if (s.batch != nullptr) s.batch->forgotten.insert(key);
+    }
 
     struct delivery {
         const envelope& record;
@@ -218,14 +287,21 @@ private:
         ready_.store(true, std::memory_order_release);
     }
 
-    /// Steps 1 and 2: decode, resolve the qualified type, filter, extract the context id. User
-    /// callables that throw make the delivery a bad message rather than one that never ends.
     delivery_result decide(const envelope& record) {
+        auto classified = classify(record, nullptr);
+        if (auto* d = std::get_if<delivery>(&classified)) return sequence(*d);
+        return std::get<delivery_result>(std::move(classified));
+    }
+
+    /// Steps 1 and 2: decode, resolve the qualified type, filter, extract the context id; the
+    /// delivery to sequence, or the result when it ends here. User callables that throw make the
+    /// delivery a bad message rather than one that never ends.
+    std::variant<delivery_result, delivery> classify(const envelope& record, batch_effects* batch) {
         std::optional<decoded<message_type>> decoded_message;
         try {
             decoded_message.emplace(decoder_.decode(record));
         } catch (...) {
-            return reject(record, rejection::undecodable, "undecodable: " + current_exception_text(), {}, {});
+            return reject(batch, record, rejection::undecodable, "undecodable: " + current_exception_text(), {}, {});
         }
         auto& m = *decoded_message;
         std::string qualified = m.type;
@@ -238,16 +314,17 @@ private:
             filtered_out = type != nullptr && type->declaration->filter && !type->declaration->filter(m.message, record);
             if (type != nullptr && !filtered_out) context_id = type->declaration->context_id(m.message, record);
         } catch (...) {
-            return reject(record, rejection::unclassifiable, "cannot classify message: " + current_exception_text(), qualified,
+            return reject(batch, record, rejection::unclassifiable, "cannot classify message: " + current_exception_text(), qualified,
                           m.idempotence_id);
         }
-        if (type == nullptr) return reject(record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
+        if (type == nullptr) return reject(batch, record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
-        if (filtered_out) return handle_directly(d);
-        if (!context_id || context_id->empty()) return without_context_id(d);
+        if (filtered_out) return handle_directly(batch, d);
+        if (!context_id || context_id->empty()) return without_context_id(batch, d);
         d.context_id = std::move(*context_id);
-        if (auto problem = unstorable(d); !problem.empty()) return reject(record, rejection::unstorable, problem, qualified, d.idempotence_id);
-        return sequence(d);
+        if (auto problem = unstorable(d); !problem.empty())
+            return reject(batch, record, rejection::unstorable, problem, qualified, d.idempotence_id);
+        return d;
     }
 
     /// Why the store could not keep this delivery's keys or buffered record, or "".
@@ -263,33 +340,34 @@ private:
         return "unknown message type '" + detail::printable(type) + "'";
     }
 
-    delivery_result reject(const envelope& record, rejection why, std::string reason, std::string type, std::string idempotence_id) {
+    delivery_result reject(batch_effects* batch, const envelope& record, rejection why, std::string reason, std::string type,
+                           std::string idempotence_id) {
         decision event = about(decision_kind::rejected, type, idempotence_id, {}, reason);
         event.rejection = why;
         decided(event);
         delivery_result result{outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0, why};
-        sink_->publish({record, std::move(reason), result.qualified_type, result.idempotence_id, {}});
+        publish(batch, {record, std::move(reason), result.qualified_type, result.idempotence_id, {}});
         return result;
     }
 
     static std::string_view metric_type(const delivery_result& r) { return metric_label(r.qualified_type, r.rejection); }
 
     /// Step 2, the extractor returned no context id: the type's declared policy decides.
-    delivery_result without_context_id(delivery& d) {
-        if (d.type->declaration->missing_context_id == missing_context_id_policy::handle) return handle_directly(d);
-        return reject(d.record, rejection::no_context_id,
+    delivery_result without_context_id(batch_effects* batch, delivery& d) {
+        if (d.type->declaration->missing_context_id == missing_context_id_policy::handle) return handle_directly(batch, d);
+        return reject(batch, d.record, rejection::no_context_id,
                       "no context id: the extractor of message type '" + detail::printable(d.type->qualified) +
                           "' returned none, and its policy for a missing context id is dead-letter",
                       d.type->qualified, d.idempotence_id);
     }
 
     /// Step 2: not sequenced, so no claim and no inbox row.
-    delivery_result handle_directly(delivery& d) {
+    delivery_result handle_directly(batch_effects* batch, delivery& d) {
         delivery_result result{outcome::not_sequenced, d.type->qualified, d.idempotence_id, {}, 0, 0};
         try {
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, nullptr);
         } catch (...) {
-            sink_->publish({d.record, listener_failure(), d.type->qualified, d.idempotence_id, {}});
+            publish(batch, {d.record, listener_failure(), d.type->qualified, d.idempotence_id, {}});
             result.outcome = outcome::failed;
         }
         decision event = about(d, decision_kind::not_sequenced);
@@ -317,47 +395,191 @@ private:
     /// Steps 3 to 7 of docs/processing.md.
     delivery_result sequence(delivery& d) {
         const timestamp now = clock_.now();
-        delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
         auto [t1, won, locked, existing] = acquire_claim(d, now);
-        const claim_key key = d.key();
-        if (!won) {
-            t1.commit();
-            return skipped(d, result, "already claimed");
-        }
+        scope s{t1};
+        delivery_result result = decide_claimed(s, d, won, locked, existing, now);
+        if (result.outcome != outcome::failed) t1.commit();  // a failure rolled T1 back
+        return result;
+    }
+
+    /// Steps 4 to 7, once the claim was tried; the caller commits (one delivery's T1, or a batch).
+    delivery_result decide_claimed(scope& s, delivery& d, bool won, locked_instance& locked, const std::vector<message_record>& existing,
+                                   timestamp now) {
+        transaction& t1 = s.t1;
+        delivery_result result{outcome::duplicate, d.type->qualified, d.idempotence_id, d.context_id, 0, 0};
+        if (!won) return skipped(d, result, "already claimed");
         const instance_id instance = locked.row.id;
         if (has_handled_row(existing)) {
             if (existing.size() > 1)
                 log(log_level::warn, [&] { return std::to_string(existing.size()) + " historical rows for " + describe(d) + ", treated as handled"; });
-            heal_locked(t1, locked, d.context_id, *d.type->sequence_types, result);
-            if (failed_meanwhile(t1, key, existing)) Claim::forget(t1, key);  // keep the FAILED message retryable
-            t1.commit();
+            heal_locked(s, locked, d.context_id, *d.type->sequence_types, result);
+            if (failed_meanwhile(t1, d.key(), existing)) forget(s, t1, d.key());  // keep the FAILED message retryable
             return skipped(d, result, "already handled");
         }
-
         if (!recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
-            buffer(t1, instance, d, now);
-            t1.commit();
+            buffer(s, locked, d, now);
             result.outcome = outcome::buffered;
             decided(about(d, decision_kind::buffered));
             return result;
         }
         try {
-            invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &t1);
+            invoke_direct(s, d);
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
-            fail_direct(t1, instance, d, listener_failure());
+            fail(s, instance, d, listener_failure());
             result.outcome = outcome::failed;
             return result;
         }
         // A waiting duplicate takes over once T1's connection is lost: storing PROCESSED beside
         // its row would make two. The listener did run (the documented at-least-once window).
         require_alive(t1, d.type->qualified, d.idempotence_id, "while the listener ran");
-        store_state(t1, d, row_for(instance, d, message_state::processed, now, false));
+        store_state(s, d, row_for(instance, d, message_state::processed, now, false));
         result.outcome = outcome::processed;
         decided(about(d, decision_kind::processed));
-        after_processed(t1, instance, d, locked, d.type->qualified, result);
-        t1.commit();
+        after_processed(s, instance, d, locked, d.type->qualified, result);
         return result;
+    }
+
+    /// One delivery's T1 rolls back whole on a failure; in a batch a savepoint scopes the
+    /// listener's writes under `required`, as for a released message.
+    void invoke_direct(scope& s, const delivery& d) {
+        if (s.batch != nullptr)
+            guarded_invoke(s.t1, d.message, d.record, *d.type, d.idempotence_id, d.context_id, false);
+        else
+            invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, &s.t1);
+    }
+
+    // ---- batches ----
+
+    std::vector<envelope> take(std::size_t max) {
+        if constexpr (batch_source<Source>) {
+            return source_->poll_batch(max);
+        } else {
+            std::vector<envelope> records;
+            while (records.size() < max)
+                if (auto record = source_->poll()) records.push_back(std::move(*record));
+                else break;
+            return records;
+        }
+    }
+
+    /// A sequenced delivery of a batch: its place in the batch, its instance, its claim once tried.
+    struct batch_item {
+        std::size_t index;
+        delivery d;
+        instance_id instance = 0;
+        std::optional<claim_result> claim{};
+    };
+
+    std::vector<batch_item> classify_batch(std::span<const envelope> records, batch_effects& effects, std::vector<delivery_result>& results) {
+        std::vector<batch_item> items;
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            auto classified = classify(records[i], &effects);
+            if (auto* d = std::get_if<delivery>(&classified)) items.push_back({i, std::move(*d)});
+            else results[i] = std::get<delivery_result>(std::move(classified));
+        }
+        return items;
+    }
+
+    /// Steps 3 to 7 for the batch's sequenced deliveries, in one transaction; again from the
+    /// start when an instance was removed or belongs to another context (as for one delivery).
+    batch_effects sequence_batch(std::vector<batch_item>& items, std::vector<delivery_result>& results, const batch_hooks& hooks) {
+        for (int attempt = 1;; ++attempt) {
+            batch_effects effects;
+            if (items.empty() && !hooks.before_commit) return effects;
+            transaction tx = store_->begin();
+            scope s{tx, &effects};
+            if (!decide_rounds(s, items, results, attempt)) continue;
+            if (hooks.before_commit) hooks.before_commit();
+            tx.commit();
+            return effects;
+        }
+    }
+
+    using context_key = std::pair<std::string, std::string>;  ///< sequence, context id
+
+    static context_key context_of(const batch_item& item) { return {item.d.type->sequence->name, item.d.context_id}; }
+
+    /// The batch in rounds. A round claims, in one claim_batch, the first delivery of every key
+    /// not claimed yet, then decides the deliveries in batch order, each after the earlier ones of
+    /// its context. A key met again is claimed in a later round, once its first delivery was
+    /// decided, so that the claim sees how that one ended. After the first round every claim is
+    /// of a key this transaction inserted or deleted: none waits for another transaction, and
+    /// the first round takes claims and locks in a fixed order. False: start the batch again.
+    bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
+        const timestamp now = clock_.now();
+        for (auto& item : items) {
+            const auto& seq = *item.d.type->sequence;
+            item.instance = store_->create_or_get_instance(seq.name, item.d.context_id, now, now + seq.retention).id;
+            item.claim.reset();
+        }
+        std::map<instance_id, locked_instance> locked;
+        std::vector<batch_item*> pending;
+        for (auto& item : items) pending.push_back(&item);
+        while (!pending.empty()) {
+            if (!claim_round(s, unclaimed_first_of_each_key(pending), now, attempt)) return false;
+            std::vector<batch_item*> undecided;
+            std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
+            for (batch_item* item : pending) {
+                if (behind.contains(context_of(*item)) || !ready(s, *item)) {
+                    undecided.push_back(item);
+                    behind.insert(context_of(*item));
+                    continue;
+                }
+                claim_result& claim = *item->claim;
+                locked_instance unlocked;  // a lost claim reads nothing of it
+                auto& instance = claim.won ? locked.try_emplace(item->instance, held(std::move(claim.locked))).first->second : unlocked;
+                results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
+            }
+            pending = std::move(undecided);
+        }
+        return true;
+    }
+
+    static std::vector<batch_item*> unclaimed_first_of_each_key(const std::vector<batch_item*>& pending) {
+        std::set<claim_key> keys;
+        std::vector<batch_item*> round;
+        for (batch_item* item : pending)
+            if (keys.insert(item->d.key()).second && !item->claim) round.push_back(item);
+        return round;
+    }
+
+    /// Claimed and decidable now. A claim lost to one the batch deleted since (a failed replay of
+    /// that key) is tried again: claimed one by one, after that replay, it would have won.
+    static bool ready(const scope& s, batch_item& item) {
+        if (!item.claim) return false;
+        if (item.claim->won || !s.batch->forgotten.contains(item.d.key())) return true;
+        item.claim.reset();
+        return false;
+    }
+
+    /// Claims `round`, each result kept with its delivery; false when the batch must start again
+    /// (an instance was removed or belongs to another context: the store forgets what it
+    /// remembered of them).
+    bool claim_round(scope& s, const std::vector<batch_item*>& round, timestamp now, int attempt) {
+        if (round.empty()) return true;
+        std::vector<claim_request> requests;
+        for (const batch_item* item : round) requests.push_back({item->d.key(), item->instance, now});
+        std::vector<claim_result> claimed;
+        try {
+            claimed = Claim::acquire_batch(s.t1, std::span<const claim_request>(requests));
+        } catch (const error& e) {
+            if (attempt >= max_claim_attempts || e.category() != error_category::retryable || e.sqlstate() != instance_removed_sqlstate) throw;
+            log(log_level::info, [&] { return "an instance of the batch was removed meanwhile; claiming again"; });
+            for (const batch_item* item : round) store_->forget_instance(item->instance);
+            return false;
+        }
+        bool mismatch = false;
+        for (std::size_t k = 0; k < round.size(); ++k) {
+            const sequence_instance& row = claimed[k].locked.row;
+            if (claimed[k].won && (row.sequence != round[k]->d.type->sequence->name || row.context_id != round[k]->d.context_id)) {
+                reclaim_after_mismatch(round[k]->d, row, attempt);
+                mismatch = true;
+            }
+            round[k]->claim = std::move(claimed[k]);
+            s.batch->forgotten.erase(round[k]->d.key());  // this claim saw every deletion so far
+        }
+        return !mismatch;
     }
 
     /// Only when the claim was won: the delivery's instance, locked, and the key's rows.
@@ -443,21 +665,23 @@ private:
     /// connection died between storing PROCESSED and releasing successors (perhaps successors of
     /// a message this one released), or before its WAITING row committed, so that the row was
     /// stored outside the instance lock, the redelivery releases them. Locks the instance first.
-    void heal(transaction& t1, instance_id instance, const std::string& context_id, const std::vector<std::string>& sequence_types,
+    void heal(scope& s, instance_id instance, const std::string& context_id, const std::vector<std::string>& sequence_types,
               delivery_result& result) {
+        transaction& t1 = s.t1;
         locked_instance locked = lock(t1, instance);
-        heal_locked(t1, locked, context_id, sequence_types, result);
+        heal_locked(s, locked, context_id, sequence_types, result);
     }
 
-    void heal_locked(transaction& t1, locked_instance& locked, const std::string& context_id,
+    void heal_locked(scope& s, locked_instance& locked, const std::string& context_id,
                      const std::vector<std::string>& sequence_types, delivery_result& result) {
-        release_all_waiting(t1, locked, context_id, result);
-        if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types))
-            close(t1, locked.row.id, context_id);
+        transaction& t1 = s.t1;
+        release_all_waiting(s, locked, context_id, result);
+        if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types)) close(t1, locked, context_id);
     }
 
     /// A release pass over every WAITING message of the locked instance, whatever made it ready.
-    void release_all_waiting(transaction& t1, locked_instance& locked, const std::string& context_id, delivery_result& result) {
+    void release_all_waiting(scope& s, locked_instance& locked, const std::string& context_id, delivery_result& result) {
+        transaction& t1 = s.t1;
         if (locked.waiting.empty()) return;
         const instance_id instance = locked.row.id;
         detail::release_plan plan(condition_lookup(), locked.processed);
@@ -465,7 +689,7 @@ private:
         for (const auto& type : locked.waiting) plan.mark_fetched(type);
         for (auto& row : t1.waiting_messages(instance, locked.waiting))
             if (twins.admit(row)) plan.add(std::move(row));
-        run_release(t1, instance, context_id, locked, plan, twins, result);
+        run_release(s, instance, context_id, locked, plan, twins, result);
     }
 
     // ---- operator actions ----
@@ -488,13 +712,15 @@ private:
             return 0;  // removed meanwhile, and its actions with it
         }
         const pending_actions actions = t1.pending_actions(id);
-        if (locked.row.state == instance_state::open) execute(t1, locked, actions);
+        scope s{t1};
+        if (locked.row.state == instance_state::open) execute(s, locked, actions);
         t1.clear_actions(id, actions);  // only these: a message request made meanwhile runs next time
         t1.commit();
         return actions.on_messages.size() + (actions.on_instance ? 1 : 0);
     }
 
-    void execute(transaction& t1, const locked_instance& locked, const pending_actions& actions) {
+    void execute(scope& s, const locked_instance& locked, const pending_actions& actions) {
+        transaction& t1 = s.t1;
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
@@ -510,10 +736,10 @@ private:
         delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
         for (auto& row : t1.waiting_messages(instance.id, locked.waiting)) {
             const auto action = action_on(row.id, actions);
-            if (action == message_action::expire) expire(t1, row, instance.context_id);
-            else if (action == message_action::consume) replay(t1, row, {}, instance.context_id);
+            if (action == message_action::expire) expire(s, row, instance.context_id);
+            else if (action == message_action::consume) replay(s, row, {}, instance.context_id);
         }
-        heal(t1, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
+        heal(s, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
     }
 
     static std::optional<message_action> action_on(message_id id, const pending_actions& actions) {
@@ -524,8 +750,8 @@ private:
     }
 
     /// EXPIRE: PROCESSED without replay.
-    void expire(transaction& t1, const message_record& row, const std::string& context_id) {
-        state_step::run(*store_, t1, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
+    void expire(scope& s, const message_record& row, const std::string& context_id) {
+        run_state(s, [&](transaction* tx) { tx->update_message_state(row.id, message_state::processed, clock_.now()); });
         decided(about(decision_kind::expired, row.type, row.idempotence_id, context_id));
     }
 
@@ -535,11 +761,20 @@ private:
     /// the step commits, a takeover of the claim and this step are serialised per key by the
     /// store, so one of them finds the other's row rather than adding a second.
     /// REQUIRES_NEW beside T1 is durable once T1 ends: its commit may flush both.
-    void store_state(transaction& t1, const delivery& d, message_record row) {
-        if constexpr (state_step::joins_claim_transaction)
-            warn_if_taken_over(t1.store_message(std::move(row)), d);
+    void store_state(scope& s, const delivery& d, message_record row) {
+        if (s.joined())
+            warn_if_taken_over(s.t1.store_message(std::move(row)), d);
         else
-            warn_if_taken_over(store_->store_message_beside(t1, std::move(row)), d);
+            warn_if_taken_over(store_->store_message_beside(s.t1, std::move(row)), d);
+    }
+
+    /// The inbox state step: in T1 under `required` or in a batch, else in a transaction of its own.
+    template <class Step>
+    void run_state(scope& s, Step step) {
+        if (s.joined())
+            step(&s.t1);
+        else
+            propagation::requires_new::run(*store_, s.t1, step);
     }
 
     void warn_if_taken_over(stored_as what, const delivery& d) {
@@ -550,51 +785,62 @@ private:
             });
     }
 
-    void buffer(transaction& t1, instance_id instance, const delivery& d, timestamp now) {
-        store_state(t1, d, row_for(instance, d, message_state::waiting, now, true));
+    void buffer(scope& s, locked_instance& locked, const delivery& d, timestamp now) {
+        store_state(s, d, row_for(locked.row.id, d, message_state::waiting, now, true));
+        if (!locked.may_wait(d.type->qualified)) locked.waiting.push_back(d.type->qualified);  // a batch decides more on it
     }
 
-    /// The listener threw on the direct path: FAILED in its own transaction, error sink, roll
-    /// back T1 (the claim disappears, so a resend retries).
-    void fail_direct(transaction& t1, instance_id instance, const delivery& d, const std::string& reason) {
-        // Durable before the error sink hears of it, and kept when T1 rolls back.
-        warn_if_taken_over(store_->store_message(row_for(instance, d, message_state::failed, clock_.now(), false)), d);
-        sink_->publish({d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
-        t1.rollback();
+    /// The listener threw on the direct path: FAILED, the claim gone (so that a resend retries),
+    /// the error sink told. One delivery: FAILED in its own transaction, then the sink, then T1
+    /// rolls back. In a batch: all in the batch's transaction, the sink after its commit.
+    void fail(scope& s, instance_id instance, const delivery& d, const std::string& reason) {
+        message_record row = row_for(instance, d, message_state::failed, clock_.now(), false);
+        if (s.batch != nullptr) {
+            forget(s, s.t1, d.key());
+            warn_if_taken_over(s.t1.store_message(std::move(row)), d);
+        } else {
+            // Durable before the error sink hears of it, and kept when T1 rolls back.
+            warn_if_taken_over(store_->store_message(std::move(row)), d);
+        }
+        publish(s.batch, {d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
+        if (s.batch == nullptr) s.t1.rollback();
         decided(about(d, decision_kind::failed, reason));
     }
 
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
-    void after_processed(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked,
+    void after_processed(scope& s, instance_id instance, const delivery& d, locked_instance& locked,
                          const std::string& type, delivery_result& result) {
+        transaction& t1 = s.t1;
         locked.processed.insert(type);
-        if (!catalog_.find(type)->dependents.empty()) release(t1, instance, d, locked, type, result);
+        if (!catalog_.find(type)->dependents.empty()) release(s, instance, d, locked, type, result);
         if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types)) {
             // Every condition holds now: a message still WAITING (its release pass died with its
             // connection after its predecessor's state step committed) must not stay behind.
-            release_all_waiting(t1, locked, d.context_id, result);
-            close(t1, instance, d.context_id);
+            release_all_waiting(s, locked, d.context_id, result);
+            close(t1, locked, d.context_id);
         }
     }
 
-    void release(transaction& t1, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,
+    void release(scope& s, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,
                  delivery_result& result) {
+        transaction& t1 = s.t1;
         detail::release_plan plan(condition_lookup(), locked.processed);
         detail::twin_rows twins;
         plan.mark_processed(type);
         fetch_dependents(t1, instance, locked, plan, twins, type);
-        run_release(t1, instance, d.context_id, locked, plan, twins, result);
+        run_release(s, instance, d.context_id, locked, plan, twins, result);
     }
 
     std::function<const condition&(const std::string&)> condition_lookup() const {
         return [this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; };
     }
 
-    void run_release(transaction& t1, instance_id instance, const std::string& context_id, const locked_instance& locked,
+    void run_release(scope& s, instance_id instance, const std::string& context_id, const locked_instance& locked,
                      detail::release_plan& plan, detail::twin_rows& twins, delivery_result& result) {
+        transaction& t1 = s.t1;
         while (plan.has_ready()) {
             message_record row = plan.take_next();
-            if (!replay(t1, row, twins.of(row.key()), context_id)) {
+            if (!replay(s, row, twins.of(row.key()), context_id)) {
                 ++result.release_failures;
                 continue;
             }
@@ -616,6 +862,12 @@ private:
             if (twins.admit(row)) plan.add(std::move(row));
     }
 
+    /// Closes the locked instance; `locked` says so from now on (a batch decides more on it).
+    void close(transaction& t1, locked_instance& locked, const std::string& context_id) {
+        locked.row.state = instance_state::closed;
+        close(t1, locked.row.id, context_id);
+    }
+
     void close(transaction& t1, instance_id instance, const std::string& context_id) {
         t1.close_instance(instance, clock_.now());
         decision event = about(decision_kind::closed, {}, {}, context_id);
@@ -625,7 +877,8 @@ private:
 
     /// Replays a buffered message. On failure: error sink first, then FAILED and the claim
     /// deleted in one transaction, so a resend can retry and nothing is lost.
-    bool replay(transaction& t1, const message_record& row, const std::vector<message_id>& twins, const std::string& context_id) {
+    bool replay(scope& s, const message_record& row, const std::vector<message_id>& twins, const std::string& context_id) {
+        transaction& t1 = s.t1;
         if (!twins.empty())
             log(log_level::warn, [&] {
                 return std::to_string(twins.size() + 1) + " historical WAITING rows for " + detail::loggable_message(row.type, row.idempotence_id) +
@@ -641,17 +894,23 @@ private:
         } catch (...) {
             require_connection(t1, row.type, row.idempotence_id);
             const std::string reason = listener_failure();
-            sink_->publish({record, reason, row.type, row.idempotence_id, context_id});
-            propagation::requires_new::run(*store_, t1, [&](transaction* tx) {
+            auto mark_failed = [&](transaction* tx) {
                 for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::failed, clock_.now());
-                Claim::forget(*tx, row.key());
-            });
+                forget(s, *tx, row.key());
+            };
+            // At once, even in a batch: no source brings a released message back, so a crash
+            // between the commit and a later publication would lose it.
+            sink_->publish({record, reason, row.type, row.idempotence_id, context_id});
+            if (s.batch != nullptr)
+                mark_failed(&t1);  // in the batch: the savepoint undid the listener's writes
+            else
+                propagation::requires_new::run(*store_, t1, mark_failed);
             decided(about(decision_kind::release_failed, row.type, row.idempotence_id, context_id, reason));
             return false;
         }
         require_alive(t1, row.type, row.idempotence_id, "while a released listener ran");
         const timestamp now = clock_.now();
-        state_step::run(*store_, t1, [&](transaction* tx) {
+        run_state(s, [&](transaction* tx) {
             for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
         });
         decision event = about(decision_kind::released, row.type, row.idempotence_id, context_id);
@@ -668,17 +927,17 @@ private:
     /// Under `required` the listener writes into T1, so a failing replay must undo only its own
     /// writes: a savepoint scopes them.
     void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
-                        const std::string& idempotence_id, const std::string& context_id) {
+                        const std::string& idempotence_id, const std::string& context_id, bool replayed = true) {
         if constexpr (Propagation::joins_claim_transaction) {  // savepoints: only then required of the store
             auto point = t1.savepoint();
             try {
-                invoke(message, record, type, idempotence_id, context_id, true, &t1);
+                invoke(message, record, type, idempotence_id, context_id, replayed, &t1);
             } catch (...) {
                 t1.rollback_to(point);
                 throw;
             }
         } else {
-            invoke(message, record, type, idempotence_id, context_id, true, &t1);
+            invoke(message, record, type, idempotence_id, context_id, replayed, &t1);
         }
     }
 

@@ -205,7 +205,10 @@ void store::kill(detail::tx_state& tx) {
 
 void store::unflushed_commit() { unflushed_.push_back(committed()); }
 
-void store::flush_wal() { unflushed_.clear(); }
+void store::flush_wal() {
+    unflushed_.clear();
+    ++wal_flushes_;
+}
 
 void store::settle_flush_owed(detail::tx_state& tx) {
     if (std::exchange(tx.flush_owed, false) && !tx.loss_seen) flush_wal();

@@ -15,6 +15,11 @@ std::size_t testing::unflushed_commits(const store& s) {
     return s.unflushed_.size();
 }
 
+std::size_t testing::wal_flushes(const store& s) {
+    std::lock_guard lock(s.mutex_);
+    return s.wal_flushes_;
+}
+
 void testing::crash(store& s, std::size_t keep) {
     std::lock_guard lock(s.mutex_);
     while (!s.open_.empty()) s.kill(*s.open_.front());

@@ -221,6 +221,7 @@ private:
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
     std::vector<committed_tables> unflushed_;  // the state before each commit not flushed yet
+    std::size_t wal_flushes_ = 0;
 };
 
 /// One transaction on its own "connection". Move-only; rolls back when destroyed unactive.

@@ -17,6 +17,8 @@ struct testing {
     // ---- the durability model (see store.hpp) ----
     /// Commits that did not wait for their WAL flush and that no later flush covered yet.
     static std::size_t unflushed_commits(const store& s);
+    /// WAL flushes so far (a commit that waits for its flush, or an explicit flush).
+    static std::size_t wal_flushes(const store& s);
 
     /// A server crash and restart: the committed state rolls back to what was flushed plus the
     /// first `keep` of the unflushed commits after it (the WAL writer flushes in the background
