@@ -66,8 +66,16 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
 
 bool store::transaction::insert_claim(const claim_request& request) {
     return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+        const std::size_t held_before = tx.locks.claims.size();
         detail::claim_slot& slot = s.hold_claim(lock, tx, request.key, "claim.insert");
-        if (slot.pending) return false;
+        if (slot.pending) {
+            if (tx.locks.claims.size() > held_before) {  // ON CONFLICT DO NOTHING locks no committed row it meets
+                slot.holder = 0;
+                slot.pending.reset();
+                tx.locks.claims.pop_back();
+            }
+            return false;
+        }
         s.require_instance(request.instance);
         slot.pending = detail::claim_row{request.instance, request.now};
         return true;
