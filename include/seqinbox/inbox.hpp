@@ -509,15 +509,15 @@ private:
     bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
         const timestamp now = clock_.now();
         for (auto& item : items) {
-            const auto& seq = *item.d.type->sequence;
-            item.instance = store_->create_or_get_instance(seq.name, item.d.context_id, now, now + seq.retention).id;
+            item.instance = instance_of(item.d, now);
             item.claim.reset();
         }
         std::map<instance_id, locked_instance> locked;
         std::vector<batch_item*> pending;
         for (auto& item : items) pending.push_back(&item);
-        while (!pending.empty()) {
-            if (!claim_round(s, unclaimed_first_of_each_key(pending), now, attempt)) return false;
+        for (bool first = true; !pending.empty(); first = false) {
+            const auto round = unclaimed_first_of_each_key(pending);
+            if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
             for (batch_item* item : pending) {
@@ -534,6 +534,28 @@ private:
             pending = std::move(undecided);
         }
         return true;
+    }
+
+    instance_id instance_of(const delivery& d, timestamp now) {
+        const auto& seq = *d.type->sequence;
+        return store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention).id;
+    }
+
+    /// A later round's claims come after listeners ran: when an instance was removed meanwhile
+    /// (housekeeping, with the other transaction's claim of a key met again) or belongs to
+    /// another context, only the round is claimed again, from a savepoint, on instances read
+    /// afresh. Without savepoints the batch starts again (its listeners run again).
+    bool claim_later_round(scope& s, const std::vector<batch_item*>& round, timestamp now) {
+        if constexpr (savepoint_transaction<transaction>) {
+            for (int attempt = 1;; ++attempt) {
+                auto point = s.t1.savepoint();
+                if (claim_round(s, round, now, attempt)) return true;
+                s.t1.rollback_to(point);
+                for (batch_item* item : round) item->instance = instance_of(item->d, now);
+            }
+        } else {
+            return claim_round(s, round, now, max_claim_attempts);
+        }
     }
 
     static std::vector<batch_item*> unclaimed_first_of_each_key(const std::vector<batch_item*>& pending) {

@@ -138,6 +138,21 @@ BOOST_AUTO_TEST_CASE(a_released_message_that_fails_reaches_the_error_sink_before
     BOOST_TEST(w.sink.size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_resent_failed_message_buffered_in_a_batch_is_released_by_a_later_one_in_it) {
+    batch_world w;
+    for (const auto& r : {record("OrderShipped", "s1", "o1"), record("OrderCreated", "c1", "o1"), record("OrderPrepared", "p1", "o1")})
+        w.inbox->deliver(r);
+    w.failing[{"OrderShipped", "s1"}] = 1;
+    BOOST_TEST_REQUIRE(w.store.request_instance_action(w.store.find_instance("OrderSequence", "o1")->id, instance_action::consume_all,
+                                                       timestamp{}));
+    w.inbox->run_pending_actions();
+    BOOST_TEST_REQUIRE(rows_of(w.store).contains({"OrderShipped", "s1", message_state::failed}));
+    auto results = w.batch({record("OrderShipped", "s1", "o1"), record("OrderValidated", "v1", "o1")});
+    BOOST_TEST((outcomes(results) == std::vector{outcome::buffered, outcome::processed}));
+    BOOST_TEST(results[1].released == 1u);
+    BOOST_TEST(rows_of(w.store).contains({"OrderShipped", "s1", message_state::processed}));
+}
+
 BOOST_AUTO_TEST_CASE(a_before_commit_hook_that_throws_stores_nothing_and_tells_no_one) {
     batch_world w;
     w.failing[{"OrderValidated", "v1"}] = 1;

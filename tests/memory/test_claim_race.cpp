@@ -296,3 +296,31 @@ BOOST_AUTO_TEST_CASE(a_redelivery_releases_what_a_crash_left_waiting) {
     BOOST_TEST(w.calls.count("OrderValidated", "v1") == 1u);
     BOOST_TEST((w.store.messages_with_key({"OrderValidated", "v1"}).at(0).state == message_state::processed));
 }
+
+BOOST_AUTO_TEST_CASE(a_lost_claim_holds_no_lock_while_its_transaction_goes_on) {
+    // INSERT ... ON CONFLICT DO NOTHING locks no committed row it conflicts with. A batch that lost
+    // a claim keeps its transaction open; the failed replay of that key deletes the claim meanwhile
+    // (found by seqinbox-sim: a batch waiting for the replaying runner's instance lock blocked that
+    // runner's delete, a deadlock PostgreSQL does not have).
+    memory::store store;
+    memory::step_driver driver{store};
+    const timestamp t{};
+    const instance_id o1 = store.create_or_get_instance("S", "o1", t, t).id;
+    const claim_key key{"T", "k"};
+    auto first = store.begin();
+    BOOST_TEST_REQUIRE(first.claim({key, o1, t}).won);
+    first.commit();
+
+    auto batch = store.begin();
+    BOOST_TEST_REQUIRE(!batch.claim_batch(std::vector<claim_request>{{key, o1, t}}).front().won);
+    auto deleter = driver.spawn("replay", [&] {
+        auto tx = store.begin();
+        tx.delete_claim(key);
+        tx.commit();
+    });
+    driver.run_until(deleter, "claim.delete");
+    BOOST_TEST((driver.step(deleter) != task_status::blocked), "the delete waited for the batch that lost the claim");
+    batch.commit();
+    BOOST_TEST((driver.finish(deleter) == task_status::finished));
+    BOOST_TEST(!memory::testing::has_claim(store, key));
+}

@@ -9,3 +9,4 @@
 using backends = boost::mpl::list<seqinbox::conformance::memory_backend>;
 
 #include "conformance/behaviour.hpp"
+#include "conformance/batch_behaviour.hpp"

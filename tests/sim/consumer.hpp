@@ -45,7 +45,11 @@ inline claim_key key_of(const envelope& record) {
 /// What the worker tells the controller; written by the task, read between steps (the step
 /// driver's hand-over orders the accesses).
 struct worker_report {
-    std::optional<envelope> current;   ///< the delivery being decided
+    std::optional<envelope> current;   ///< the delivery being decided (a batch's first)
+    std::size_t batch = 0;             ///< records of the batch being decided (0: one delivery)
+    std::size_t batch_retries = 0;     ///< times the current batch did not commit, in a row
+    std::size_t batches = 0;           ///< batches that committed
+    std::size_t batched = 0;           ///< records decided in them
     std::vector<std::string> errors;   ///< deliver() failures other than a lost connection or a retry
     std::vector<claim_key> acknowledged;  ///< keys acknowledged since the controller last took them
     std::size_t connection_errors = 0;
@@ -70,25 +74,32 @@ public:
     consumer(const consumer&) = delete;
     consumer& operator=(const consumer&) = delete;
 
-    /// The worker task: decides deliveries until the source is empty. A delivery whose decision
-    /// failed is put back (the consumer seeks to its last acknowledged offset) and retried.
-    void work() {
+    /// The worker task: decides deliveries until the source is empty, one at a time or, with
+    /// `batch_size`, up to that many at once in one transaction (deliver_batch). A delivery (or a
+    /// batch) whose decision failed is put back (the consumer seeks to its last acknowledged
+    /// offset) and retried.
+    void work(std::optional<std::size_t> batch_size = std::nullopt) {
         while (!stopping) {
-            auto record = source.poll();
-            if (!record) return;
-            report.current = *record;
+            const std::vector<envelope> records = batch_size ? source.poll_batch(*batch_size) : polled_one();
+            if (records.empty()) return;
+            report.current = records.front();
+            report.batch = batch_size ? records.size() : 0;
             probe_->begin_delivery(index_);
-            if (!decide(*record)) {
+            if (!(batch_size ? decide_batch(records) : decide(records.front()))) {
+                report.batch_retries += batch_size ? 1 : 0;
                 source.redeliver_unacknowledged();
                 continue;
             }
+            report.batch_retries = 0;
             memory::yield_point("ack");
             if (std::exchange(crash_before_ack, false)) {
                 source.redeliver_unacknowledged();  // the restarted consumer gets it again
                 return;
             }
-            source.acknowledge(*record);
-            report.acknowledged.push_back(key_of(*record));
+            for (const auto& record : records) {
+                source.acknowledge(record);
+                report.acknowledged.push_back(key_of(record));
+            }
         }
     }
 
@@ -104,13 +115,28 @@ public:
     bool stopping = false;          ///< the run is over: finish the current delivery and stop
 
 private:
+    std::vector<envelope> polled_one() {
+        std::vector<envelope> records;
+        if (auto record = source.poll()) records.push_back(std::move(*record));
+        return records;
+    }
+
     bool decide(const envelope& record) {
+        return guarded([&] { count(inbox_.deliver(record)); });
+    }
+
+    bool decide_batch(const std::vector<envelope>& records) {
         return guarded([&] {
-            const delivery_result result = inbox_.deliver(record);
-            ++report.outcomes[static_cast<std::size_t>(result.outcome)];
-            report.released += result.released;
-            report.release_failures += result.release_failures;
+            for (const auto& result : inbox_.deliver_batch(records)) count(result);
+            ++report.batches;
+            report.batched += records.size();
         });
+    }
+
+    void count(const delivery_result& result) {
+        ++report.outcomes[static_cast<std::size_t>(result.outcome)];
+        report.released += result.released;
+        report.release_failures += result.release_failures;
     }
 
     /// Runs `work`; false when it threw (a lost connection and a retryable error are counted,

@@ -238,7 +238,7 @@ int run_many(const options& o) {
 
     tally totals;  // the fault and operation figures are printed even when a run drew none
     for (const char* name : {"faults_listener_throw", "faults_connection_lost", "faults_connection_lost_in_listener",
-                             "faults_crash_before_ack", "faults_crash_database", "crash_lost_commits", "crash_connections_lost", "crash_rows_without_claim", "instance_cache_stale_locks", "resends", "at_least_once_windows", "at_least_once_repeats",
+                             "faults_crash_before_ack", "faults_crash_database", "batches", "batched_deliveries", "deadlocks_broken", "crash_lost_commits", "crash_connections_lost", "crash_rows_without_claim", "instance_cache_stale_locks", "resends", "at_least_once_windows", "at_least_once_repeats",
                              "requests_CONSUME", "requests_EXPIRE", "requests_CONSUME_ALL", "requests_CLOSE", "requests_refused",
                              "action_runs", "actions_executed", "operator_replays", "housekeeping_runs", "housekeeping_marked",
                              "housekeeping_closed_removed", "housekeeping_expired_removed", "housekeeping_forwarded",

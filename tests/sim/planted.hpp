@@ -2,10 +2,15 @@
 // Test-only stores with a planted defect, to show that the checks catch what they claim to
 // (test_sim_checks). Each is the in-memory store with one operation replaced; the simulator
 // itself runs memory::store.
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
 #include <span>
+#include <vector>
 
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/store/actions.hpp"
+#include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/housekeeping.hpp"
 
 namespace seqinbox::sim {
@@ -16,6 +21,9 @@ enum class planted_defect {
     /// Defect 1 of issue 17 put back: the simulated processes' instance caches survive lost
     /// connections and their locked rows report what the cache believed (process_store.hpp).
     instance_cache_after_crash,
+    /// claim_batch answers in key order rather than in the order of the requests (as a batch
+    /// statement whose rows come back ORDER BY key would), so results go to the wrong deliveries.
+    batch_claim_in_key_order,
 };
 
 template <planted_defect Defect>
@@ -30,6 +38,19 @@ public:
             if constexpr (Defect == planted_defect::expire_replays)
                 for (auto& request : actions.on_messages) request.action = message_action::consume;
             return actions;
+        }
+
+        std::vector<claim_result> claim_batch(std::span<const claim_request> requests) {
+            auto results = memory::store::transaction::claim_batch(requests);
+            if constexpr (Defect == planted_defect::batch_claim_in_key_order) {
+                std::vector<std::size_t> by_key(requests.size());
+                std::iota(by_key.begin(), by_key.end(), std::size_t{0});
+                std::ranges::stable_sort(by_key, {}, [&](std::size_t i) { return requests[i].key; });
+                std::vector<claim_result> misplaced;
+                for (std::size_t i : by_key) misplaced.push_back(std::move(results[i]));
+                return misplaced;
+            }
+            return results;
         }
     };
 
@@ -50,6 +71,7 @@ template <>
 inline constexpr bool planted_instance_cache<planted_store<planted_defect::instance_cache_after_crash>> = true;
 
 static_assert(action_store<planted_store<planted_defect::expire_replays>>);
+static_assert(batch_claim_transaction<planted_store<planted_defect::batch_claim_in_key_order>::transaction>);
 static_assert(housekeeping_store<planted_store<planted_defect::removal_drops_waiting>>);
 
 }  // namespace seqinbox::sim

@@ -13,6 +13,7 @@
 // believed, as the engine effectively did before it verified the locked row.
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -36,13 +37,23 @@ public:
         transaction(typename Store::transaction&& tx, process_store& owner) : Store::transaction(std::move(tx)), owner_(&owner) {}
 
         claim_result claim(const claim_request& request) {
-            claim_result result = owner_->forgetting_if_removed(request.instance, [&] { return Store::transaction::claim(request); });
+            claim_result result = owner_->forgetting_if_removed({request.instance}, [&] { return Store::transaction::claim(request); });
             if (result.won) owner_->believed(result.locked.row);
             return result;
         }
 
+        /// Which instance was removed is not said: every one of the batch is forgotten then.
+        std::vector<claim_result> claim_batch(std::span<const claim_request> requests) {
+            std::vector<instance_id> instances;
+            for (const auto& request : requests) instances.push_back(request.instance);
+            auto results = owner_->forgetting_if_removed(instances, [&] { return Store::transaction::claim_batch(requests); });
+            for (auto& result : results)
+                if (result.won) owner_->believed(result.locked.row);
+            return results;
+        }
+
         instance_lock lock_instance(instance_id instance) {
-            instance_lock locked = owner_->forgetting_if_removed(instance, [&] { return Store::transaction::lock_instance(instance); });
+            instance_lock locked = owner_->forgetting_if_removed({instance}, [&] { return Store::transaction::lock_instance(instance); });
             owner_->believed(locked.row);
             return locked;
         }
@@ -89,11 +100,12 @@ public:
 
 private:
     template <class Op>
-    auto forgetting_if_removed(instance_id instance, Op op) {
+    auto forgetting_if_removed(const std::vector<instance_id>& instances, Op op) {
         try {
             return op();
         } catch (const error& e) {
-            if (e.sqlstate() == instance_removed_sqlstate) forget_instance(instance);
+            if (e.sqlstate() == instance_removed_sqlstate)
+                for (instance_id instance : instances) forget_instance(instance);
             throw;
         }
     }
@@ -119,5 +131,6 @@ private:
 };
 
 static_assert(action_store<process_store<memory::store>>);
+static_assert(batch_claim_transaction<process_store<memory::store>::transaction>);
 
 }  // namespace seqinbox::sim

@@ -16,6 +16,7 @@ struct scenario {
     workload work;
     unsigned fault_percent = 100;      ///< scales the weight of every fault step kind
     unsigned operation_percent = 100;  ///< scales the weight of every operation step kind
+    std::size_t batch_size = 2;        ///< most records a poll_batch worker decides at once
 };
 
 inline scenario make_scenario(std::uint64_t seed) {
@@ -28,7 +29,8 @@ inline scenario make_scenario(std::uint64_t seed) {
     s.work = random_workload(s.decls, rng);
     static constexpr unsigned fault_levels[] = {0, 50, 100, 200};
     s.fault_percent = fault_levels[rng.below(4)];
-    s.operation_percent = fault_levels[rng.below(4)];  // drawn last: the draws above stay as they were
+    s.operation_percent = fault_levels[rng.below(4)];  // drawn after the rest: the draws above stay as they were
+    s.batch_size = rng.chance(20) ? s.work.deliveries.size() : rng.between(2, 4);  // drawn last, likewise
     return s;
 }
 

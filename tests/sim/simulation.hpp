@@ -119,6 +119,7 @@ public:
     // ---- what the choosers ask ----
 
     std::size_t operands(kind<advance>) const { return tasks_.size(); }
+    std::size_t operands(kind<poll_batch>) const { return scenario_.work.consumers; }
     std::size_t operands(kind<arrive>) const { return scenario_.work.deliveries.size(); }
     std::size_t operands(kind<listener_throw>) const { return consumers_.size(); }
     std::size_t operands(kind<lose_connection>) const { return consumers_.size(); }
@@ -135,11 +136,17 @@ public:
         if (tasks_[a.consumer]) return !blocked_[a.consumer];
         return a.consumer < scenario_.work.consumers && consumers_[a.consumer]->source.pending() > 0;
     }
+    bool allows(const poll_batch& p) const {
+        return p.consumer < scenario_.work.consumers && !tasks_[p.consumer] && consumers_[p.consumer]->source.pending() > 0;
+    }
     bool allows(const arrive& a) const { return !arrived_[a.delivery] && !options_.dropped.contains(a.delivery); }
     bool allows(const listener_throw& t) const { return at(t.consumer) == "listener" && !probe_.armed(t.consumer); }
+    /// A batch runs many more store operations than one delivery: after two connection losses in
+    /// a row it is left to commit, or no large batch would ever get through a high fault level.
     bool allows(const lose_connection& l) const {
         const auto where = at(l.consumer);
-        return !where.empty() && where != "ack" && where != "instance.create_or_get";
+        const auto& report = consumers_[l.consumer]->report;
+        return !where.empty() && where != "ack" && where != "instance.create_or_get" && (report.batch == 0 || report.batch_retries < 2);
     }
     bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
     bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
@@ -209,6 +216,10 @@ private:
     void start(std::size_t slot, std::string name, Body body) {
         tasks_[slot] = driver_.spawn(std::move(name), std::move(body));
         blocked_[slot] = driver_.status(*tasks_[slot]) == memory::task_status::blocked;
+    }
+
+    void apply(const poll_batch& p) {
+        start(p.consumer, "c" + std::to_string(p.consumer), [c = consumers_[p.consumer].get(), n = scenario_.batch_size] { c->work(n); });
     }
 
     void apply(const arrive& a) {
@@ -394,7 +405,25 @@ private:
             if (!blocked_[c]) return true;
             where += " c" + std::to_string(c) + "@" + std::string(driver_.position(*tasks_[c]));
         }
+        if (break_batch_deadlock()) return true;
         log_.add("deadlock", "every live task is blocked:" + where);
+        return false;
+    }
+
+    /// PostgreSQL's deadlock detector. A batch claims its keys in key order round by round, so
+    /// that two batches (or a batch and a delivery) can wait for each other across rounds; the
+    /// server then aborts one of the transactions (SQLSTATE 40P01) and that batch is delivered
+    /// again. Here the claim transaction of a blocked batch dies; a cycle without a batch stays a
+    /// deadlock violation (deliveries one at a time never form one).
+    bool break_batch_deadlock() {
+        for (std::size_t c = 0; c < scenario_.work.consumers; ++c) {
+            if (!tasks_[c] || consumers_[c]->report.batch == 0) continue;
+            if (!killed_a_transaction([&] { driver_.lose_claim_connection(*tasks_[c]); })) continue;
+            ++counts_["deadlocks_broken"];
+            after_connection_lost(c);
+            std::fill(blocked_.begin(), blocked_.end(), false);
+            return true;
+        }
         return false;
     }
 
@@ -412,7 +441,7 @@ private:
         } else {
             check_nothing_lost();
             own_instance_.run(store_, store_.messages(), log_);
-            const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] > 0;
+            const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] + counts_["deadlocks_broken"] > 0;
             final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_}, log_)
                 .run(scenario_.work, delivered_);
         }
@@ -426,6 +455,8 @@ private:
             counts_["outcome_buffered"] += r.outcomes[static_cast<std::size_t>(outcome::buffered)];
             counts_["outcome_duplicate"] += r.outcomes[static_cast<std::size_t>(outcome::duplicate)];
             counts_["outcome_failed"] += r.outcomes[static_cast<std::size_t>(outcome::failed)];
+            counts_["batches"] += r.batches;
+            counts_["batched_deliveries"] += r.batched;
             counts_["released"] += r.released;
             counts_["release_failures"] += r.release_failures;
             counts_["connection_errors"] += r.connection_errors;
@@ -502,7 +533,9 @@ private:
         if (consumer >= consumers_.size()) return "";
         const auto& current = consumers_[consumer]->report.current;
         if (!current) return "";
-        std::string text = " [" + std::string(current->find_header("message-type").value_or("")) + "/" +
+        const std::size_t batch = consumers_[consumer]->report.batch;
+        std::string text = " [" + (batch > 0 ? "batch of " + std::to_string(batch) + " from " : std::string()) +
+                           std::string(current->find_header("message-type").value_or("")) + "/" +
                            std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key.value_or("");
         if (const auto* call = probe_.running(consumer)) text += ", listener of " + listener_probe::text(call->key);
         return text + "]";

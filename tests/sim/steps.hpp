@@ -33,6 +33,11 @@ struct kind_info {
 /// first when it has records but no task).
 struct advance { static constexpr kind_info info{"advance", 100, scaled_by::nothing, "c"}; std::size_t consumer; };
 
+/// The consumer's worker is started in batch mode (it has records but no task): until its source
+/// is empty it polls up to the seed's batch size at once and decides them with deliver_batch, in
+/// one transaction. Other consumers may run one delivery at a time meanwhile.
+struct poll_batch { static constexpr kind_info info{"poll_batch", 40, scaled_by::nothing, "c"}; std::size_t consumer; };
+
 /// The planned delivery reaches its consumer's source.
 struct arrive { static constexpr kind_info info{"arrive", 30, scaled_by::nothing, "d"}; std::size_t delivery; };
 
@@ -77,7 +82,7 @@ struct housekeep { static constexpr kind_info info{"housekeep", 4, scaled_by::op
 /// removal delay, so that expiry marking and removal have work.
 struct pass_time { static constexpr kind_info info{"pass_time", 2, scaled_by::operations, "s"}; std::size_t span; };
 
-using step = std::variant<advance, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, crash_database,
+using step = std::variant<advance, poll_batch, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, crash_database,
                           resend, request_action, run_actions, housekeep, pass_time>;
 
 /// Tag to select a step kind in overloads without an operand.

@@ -266,6 +266,10 @@ BOOST_AUTO_TEST_CASE(an_action_job_that_replays_an_expired_message_is_caught) {
     expect_caught<planted_defect::expire_replays>("listener_of_expired", 200);
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_claim_that_answers_in_key_order_is_caught) {
+    expect_caught<planted_defect::batch_claim_in_key_order>("lost", 200);
+}
+
 // ---- the durability model of the in-memory store (a server crash) ----
 
 namespace {

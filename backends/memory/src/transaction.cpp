@@ -66,8 +66,16 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
 
 bool store::transaction::insert_claim(const claim_request& request) {
     return run("claim.insert", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+        const std::size_t held_before = tx.locks.claims.size();
         detail::claim_slot& slot = s.hold_claim(lock, tx, request.key, "claim.insert");
-        if (slot.pending) return false;
+        if (slot.pending) {
+            if (tx.locks.claims.size() > held_before) {  // ON CONFLICT DO NOTHING locks no committed row it meets
+                slot.holder = 0;
+                slot.pending.reset();
+                tx.locks.claims.pop_back();
+            }
+            return false;
+        }
         s.require_instance(request.instance);
         slot.pending = detail::claim_row{request.instance, request.now};
         return true;
@@ -130,9 +138,12 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
                 if (auto row = s.visible_message(tx, id); row->state == message_state::waiting)
                     rows.push_back(std::move(*row));
         }
+        // The transaction's own WAITING rows: new ones, and committed ones it made WAITING (a
+        // FAILED row a resend buffered again), which the committed index does not list.
+        auto listed = [&](message_id id) { return std::ranges::any_of(rows, [&](const message_record& r) { return r.id == id; }); };
         for (const auto& own : tx.writes.messages)
-            if (own.instance == instance && own.state == message_state::waiting && !s.committed_message(own.id) &&
-                std::ranges::find(types, own.type) != types.end())
+            if (own.instance == instance && own.state == message_state::waiting && std::ranges::find(types, own.type) != types.end() &&
+                !listed(own.id))
                 rows.push_back(own);
         std::ranges::sort(rows, {}, &message_record::id);
         return rows;
