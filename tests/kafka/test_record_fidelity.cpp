@@ -85,6 +85,31 @@ BOOST_AUTO_TEST_CASE(the_publisher_produces_null_and_empty_keys_and_values_as_th
     expect_same_keys_and_values(sent, cluster.read_all(topic, 1, sent.size()));
 }
 
+BOOST_AUTO_TEST_CASE(a_publication_batch_keeps_its_records_and_their_order_and_await_names_a_refused_one) {
+    mock_cluster cluster;
+    cluster.create_topic(topic, 1);
+    kafka::publisher publisher({.producer = si::testing::quiet_client(cluster.bootstraps()), .delivery_timeout = 10s});
+    const auto sent = null_and_empty_records();
+    kafka::publication_batch batch;
+    for (const auto& e : sent) publisher.publish_later(batch, topic, e, "any");
+    BOOST_TEST(batch.size() == sent.size());
+    publisher.await(batch);
+    BOOST_TEST(batch.size() == 0u);
+    BOOST_TEST(publisher.statistics().published == sent.size());
+    expect_same_keys_and_values(sent, cluster.read_all(topic, 1, sent.size()));
+
+    rd_kafka_mock_push_request_errors(cluster.native(), 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    publisher.publish_later(batch, topic, sent.front(), "any");
+    try {
+        publisher.await(batch);
+        BOOST_ERROR("a refused record was awaited without an error");
+    } catch (const si::error& e) {
+        BOOST_TEST(std::string(e.what()).find("delivering a record to 'orders'") != std::string::npos, e.what());
+        BOOST_TEST(std::string(e.what()).find("MSG_SIZE_TOO_LARGE") != std::string::npos, e.what());
+    }
+    BOOST_TEST(publisher.statistics().failed == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(the_dead_letter_sink_produces_null_and_empty_keys_and_values_as_they_are) {
     mock_cluster cluster;
     cluster.create_topic(topic, 1);

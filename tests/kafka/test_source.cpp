@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -609,6 +611,126 @@ BOOST_FIXTURE_TEST_CASE(a_dead_letter_record_that_cannot_be_written_holds_back_t
     BOOST_TEST_REQUIRE(dead.size() == 1u);
     BOOST_TEST(std::string(dead[0].find_header(kafka::dead_letter_header::original_offset).value_or("")) == "1");
     BOOST_TEST(log.size() == 2u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- batches ----
+
+BOOST_AUTO_TEST_SUITE(batches)
+
+/// A fresh cluster whose orders topic gets records of one context per partition, numbered by
+/// their offset, and sources that poll it in batches.
+struct batch_stream {
+    mock_cluster cluster;
+
+    batch_stream() { cluster.create_topic(topic, partitions); }
+
+    void produce(std::int32_t partition, int count) {
+        for (int i = 0; i < count; ++i)
+            cluster.produce_async(topic, si::testing::record("OrderCreated", "r" + std::to_string(i), "p" + std::to_string(partition)), partition);
+        cluster.flush();
+    }
+
+    kafka::source_options options(const std::string& group, std::chrono::milliseconds linger) const {
+        auto o = options_for(cluster, group);
+        o.batch_linger = linger;
+        return o;
+    }
+
+    /// Batches of at most `max` until `total` records came (or a minute passed).
+    static std::vector<std::vector<si::envelope>> batches_of(kafka::source& source, std::size_t max, std::size_t total) {
+        std::vector<std::vector<si::envelope>> batches;
+        std::size_t seen = 0;
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (seen < total && std::chrono::steady_clock::now() < deadline)
+            if (auto batch = source.poll_batch(max); !batch.empty()) {
+                seen += batch.size();
+                batches.push_back(std::move(batch));
+            }
+        return batches;
+    }
+
+    /// The offsets of each partition, in the order the batches hold them.
+    static std::map<std::int32_t, std::vector<std::int64_t>> offsets_by_partition(const std::vector<std::vector<si::envelope>>& batches) {
+        std::map<std::int32_t, std::vector<std::int64_t>> result;
+        for (const auto& batch : batches)
+            for (const auto& r : batch) result[r.partition].push_back(r.offset);
+        return result;
+    }
+
+    /// Decides every record (a source waits for undecided ones when it closes).
+    static void acknowledge_all(kafka::source& source, const std::vector<std::vector<si::envelope>>& batches) {
+        for (const auto& batch : batches)
+            for (const auto& r : batch) source.acknowledge(r);
+    }
+
+    /// Partition p of the batches holds offsets 0 to counts[p] - 1 in order; once all are
+    /// decided and the source closed, the group committed counts.
+    void expect_each_partition_whole(kafka::source& source, const std::string& group, const std::vector<std::vector<si::envelope>>& batches,
+                                     const std::vector<std::int64_t>& counts) const {
+        const auto offsets = offsets_by_partition(batches);
+        for (std::size_t p = 0; p < counts.size(); ++p)
+            BOOST_TEST(offsets.at(static_cast<std::int32_t>(p)) == first(counts[p]), boost::test_tools::per_element());
+        acknowledge_all(source, batches);
+        source.close();
+        BOOST_TEST(cluster.committed(group, topic, static_cast<int>(counts.size())) == counts, boost::test_tools::per_element());
+    }
+
+    static std::vector<std::int64_t> first(std::int64_t n) {
+        std::vector<std::int64_t> result(static_cast<std::size_t>(n));
+        std::iota(result.begin(), result.end(), 0);
+        return result;
+    }
+};
+
+BOOST_FIXTURE_TEST_CASE(batches_hold_at_most_max_records_in_the_order_of_each_partition, batch_stream) {
+    produce(0, 10);
+    produce(1, 5);
+    // A long linger: every batch fills up to max, from what is fetched already or arrives soon.
+    kafka::source source(options("batch-order", 30s), {{"", {topic}}});
+    const auto batches = batches_of(source, 5, 15);
+    BOOST_TEST_REQUIRE(batches.size() == 3u);
+    for (const auto& batch : batches) BOOST_TEST(batch.size() == 5u);
+    expect_each_partition_whole(source, "batch-order", batches, {10, 5});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_batch_waits_within_its_linger_for_a_record_produced_after_its_first, batch_stream) {
+    produce(0, 1);
+    kafka::source lingering(options("batch-linger", 60s), {{"", {topic}}});
+    std::jthread later([&] {
+        while (lingering.statistics().polled == 0) std::this_thread::sleep_for(5ms);
+        produce(0, 1);  // after the batch's first record was polled
+    });
+    const auto batches = batches_of(lingering, 2, 1);
+    BOOST_TEST_REQUIRE(batches.size() == 1u);
+    BOOST_TEST(batches[0].size() == 2u, "the batch waited for the second record");
+    acknowledge_all(lingering, batches);
+    lingering.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(without_a_linger_a_batch_takes_what_is_there_and_does_not_wait_for_max, batch_stream) {
+    produce(0, 3);
+    kafka::source eager(options("batch-no-linger", 0ms), {{"", {topic}}});
+    const auto batches = batches_of(eager, 100, 3);  // far fewer than max: what is there
+    BOOST_TEST(offsets_by_partition(batches).at(0) == first(3), boost::test_tools::per_element());
+    acknowledge_all(eager, batches);
+    eager.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_batch_given_back_last_record_first_comes_again_from_the_first_record_of_each_partition, batch_stream) {
+    produce(0, 3);
+    produce(1, 3);
+    kafka::source source(options("batch-redeliver", 30s), {{"", {topic}}});
+    const auto batches = batches_of(source, 6, 6);
+    BOOST_TEST_REQUIRE(batches.size() == 1u);
+    for (auto r = batches[0].rbegin(); r != batches[0].rend(); ++r) source.redeliver(*r);  // as basic_inbox::poll_batch does
+    source.commit();
+    BOOST_TEST(cluster.committed("batch-redeliver", topic, 2) == (std::vector<std::int64_t>{RD_KAFKA_OFFSET_INVALID, RD_KAFKA_OFFSET_INVALID}), boost::test_tools::per_element());
+
+    const auto again = batches_of(source, 6, 6);
+    BOOST_TEST(source.statistics().redelivered == 6u);
+    expect_each_partition_whole(source, "batch-redeliver", again, {3, 3});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

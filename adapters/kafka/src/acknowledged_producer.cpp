@@ -112,23 +112,15 @@ private:
     std::unordered_map<std::uint64_t, std::optional<rd_kafka_resp_err_t>> reports_;
 };
 
-namespace {
+awaited_delivery::awaited_delivery(pending_reports& reports, std::string describe, clock::time_point deadline)
+    : reports_(&reports), id_(reports.open()), describe_(std::move(describe)), deadline_(deadline) {}
 
-/// One record's place in pending_reports for the duration of its send().
-class pending_record {
-public:
-    explicit pending_record(pending_reports& reports) : reports_(reports), id_(reports.open()) {}
-    ~pending_record() { reports_.close(id_); }
-    pending_record(const pending_record&) = delete;
-    pending_record& operator=(const pending_record&) = delete;
-    std::uint64_t id() const { return id_; }
+awaited_delivery::awaited_delivery(awaited_delivery&& other) noexcept
+    : reports_(std::exchange(other.reports_, nullptr)), id_(other.id_), describe_(std::move(other.describe_)), deadline_(other.deadline_) {}
 
-private:
-    pending_reports& reports_;
-    std::uint64_t id_;
-};
-
-}  // namespace
+awaited_delivery::~awaited_delivery() {
+    if (reports_) reports_->close(id_);
+}
 
 acknowledged_producer::acknowledged_producer(producer_settings settings)
     : settings_(std::move(settings)), reports_(std::make_unique<pending_reports>()) {
@@ -148,10 +140,14 @@ void acknowledged_producer::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m
 }
 
 void acknowledged_producer::send(const outgoing& r) {
-    const auto deadline = clock::now() + settings_.delivery_timeout + report_grace;
-    const pending_record record(*reports_);
-    produce(r, record.id(), deadline);
-    await_report(r, record.id(), deadline);
+    auto delivery = dispatch(r);
+    await(delivery);
+}
+
+awaited_delivery acknowledged_producer::dispatch(const outgoing& r) {
+    awaited_delivery delivery(*reports_, r.describe, clock::now() + settings_.delivery_timeout + report_grace);
+    produce(r, delivery.id_, delivery.deadline_);
+    return delivery;
 }
 
 void acknowledged_producer::produce(const outgoing& r, std::uint64_t id, clock::time_point deadline) {
@@ -171,16 +167,18 @@ void acknowledged_producer::produce(const outgoing& r, std::uint64_t id, clock::
     }
 }
 
-void acknowledged_producer::await_report(const outgoing& r, std::uint64_t id, clock::time_point deadline) {
-    // Any waiting thread may serve any record's report; each one checks its own afterwards.
-    while (clock::now() < deadline) {
-        rd_kafka_poll(producer_.get(), poll_interval_ms);
-        if (const auto err = reports_->take(id)) {
-            if (*err != RD_KAFKA_RESP_ERR_NO_ERROR) fail(*err, "delivering " + r.describe);
+void acknowledged_producer::await(awaited_delivery& d) {
+    // Any waiting thread may serve any record's report; each one checks its own, first: awaiting
+    // a batch, the reports of the later records came with the first one's.
+    for (;;) {
+        if (const auto err = reports_->take(d.id_)) {
+            if (*err != RD_KAFKA_RESP_ERR_NO_ERROR) fail(*err, "delivering " + d.describe_);
             return;
         }
+        if (clock::now() >= d.deadline_) break;
+        rd_kafka_poll(producer_.get(), poll_interval_ms);
     }
-    throw error(error_category::retryable, settings_.role + ": no delivery report for " + r.describe + " within " +
+    throw error(error_category::retryable, settings_.role + ": no delivery report for " + d.describe_ + " within " +
                                                std::to_string((settings_.delivery_timeout + report_grace).count()) + " ms");
 }
 

@@ -49,7 +49,26 @@ public:
 
 class pending_reports;
 
-/// Thread safety: send() and partition_count() may run on any number of threads at once.
+/// A record produced whose delivery report has not been awaited yet (acknowledged_producer::
+/// await). Dropping it forgets the report: the record may still reach the topic.
+class awaited_delivery {
+public:
+    awaited_delivery(awaited_delivery&& other) noexcept;
+    awaited_delivery& operator=(awaited_delivery&&) = delete;
+    ~awaited_delivery();
+
+private:
+    friend class acknowledged_producer;
+    awaited_delivery(pending_reports& reports, std::string describe, std::chrono::steady_clock::time_point deadline);
+
+    pending_reports* reports_;
+    std::uint64_t id_;
+    std::string describe_;
+    std::chrono::steady_clock::time_point deadline_;
+};
+
+/// Thread safety: send(), dispatch(), await() and partition_count() may run on any number of
+/// threads at once (each awaited_delivery on one thread at a time).
 class acknowledged_producer {
 public:
     /// Throws seqinbox::error(configuration) naming the property and value for a missing
@@ -64,6 +83,12 @@ public:
     /// (retryable for transient conditions) when it is refused or does not come in time,
     /// record_too_large when it is refused for its size.
     void send(const outgoing& r);
+    /// Produces `r` without waiting for its acknowledgement; throws as send() when it is refused
+    /// at once (too large, unknown partition, queue full past the delivery timeout).
+    awaited_delivery dispatch(const outgoing& r);
+    /// Waits for the report of `d`; throws as send() when the record was refused or the report
+    /// did not come in time.
+    void await(awaited_delivery& d);
 
     /// The partitions of `topic`, asked once from the cluster and remembered. Throws
     /// seqinbox::error when the topic does not exist or the cluster does not answer.
@@ -74,7 +99,6 @@ public:
 private:
     static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void* self);
     void produce(const outgoing& r, std::uint64_t id, std::chrono::steady_clock::time_point deadline);
-    void await_report(const outgoing& r, std::uint64_t id, std::chrono::steady_clock::time_point deadline);
     [[noreturn]] void fail(rd_kafka_resp_err_t err, const std::string& doing) const;
     std::int32_t ask_partition_count(const std::string& topic) const;
 

@@ -1,6 +1,9 @@
 #include "seqinbox/kafka/publisher.hpp"
 
 #include <atomic>
+#include <exception>
+#include <type_traits>
+#include <vector>
 #include <utility>
 
 #include "acknowledged_producer.hpp"
@@ -31,24 +34,60 @@ std::string describe_record(const std::string& topic, const envelope& record) {
 
 }  // namespace
 
+struct publication_batch::state {
+    std::vector<detail::awaited_delivery> deliveries;
+};
+
+publication_batch::publication_batch() : state_(std::make_unique<state>()) {}
+publication_batch::~publication_batch() = default;
+std::size_t publication_batch::size() const noexcept { return state_->deliveries.size(); }
+
 class publisher::impl {
 public:
     explicit impl(const publisher_options& options) : producer_(settings_of(options)) {}
 
     void publish(const std::string& topic, const envelope& record, std::string_view partition_key) {
-        try {
-            const auto partition = partition_for(partition_key, producer_.partition_count(topic));
-            producer_.send({topic, partition, record.key, record.value, record.headers, describe_record(topic, record)});
-            ++published_;
-        } catch (...) {
-            ++failed_;
-            throw;
+        counting_failure([&] { producer_.send(outgoing_of(topic, record, partition_key)); });
+        ++published_;
+    }
+
+    void publish_later(publication_batch& batch, const std::string& topic, const envelope& record, std::string_view partition_key) {
+        batch.state_->deliveries.push_back(counting_failure([&] { return producer_.dispatch(outgoing_of(topic, record, partition_key)); }));
+    }
+
+    void await(publication_batch& batch) {
+        auto deliveries = std::exchange(batch.state_->deliveries, {});
+        std::exception_ptr first_failure;
+        for (auto& d : deliveries) {
+            try {
+                counting_failure([&] { producer_.await(d); });
+                ++published_;
+            } catch (...) {
+                if (!first_failure) first_failure = std::current_exception();
+            }
         }
+        if (first_failure) std::rethrow_exception(first_failure);
     }
 
     std::int32_t partitions(const std::string& topic) { return producer_.partition_count(topic); }
 
     publisher_statistics statistics() const { return {published_.load(), failed_.load()}; }
+
+private:
+    detail::outgoing outgoing_of(const std::string& topic, const envelope& record, std::string_view partition_key) {
+        const auto partition = partition_for(partition_key, producer_.partition_count(topic));
+        return {topic, partition, record.key, record.value, record.headers, describe_record(topic, record)};
+    }
+
+    template <class Step>
+    std::invoke_result_t<Step> counting_failure(Step step) {
+        try {
+            return step();
+        } catch (...) {
+            ++failed_;
+            throw;
+        }
+    }
 
 private:
     std::atomic<std::uint64_t> published_{0};
@@ -62,6 +101,13 @@ publisher::~publisher() = default;
 void publisher::publish(const std::string& topic, const envelope& record, std::string_view partition_key) {
     impl_->publish(topic, record, partition_key);
 }
+
+void publisher::publish_later(publication_batch& batch, const std::string& topic, const envelope& record,
+                              std::string_view partition_key) {
+    impl_->publish_later(batch, topic, record, partition_key);
+}
+
+void publisher::await(publication_batch& batch) { impl_->await(batch); }
 
 std::int32_t publisher::partitions(const std::string& topic) { return impl_->partitions(topic); }
 

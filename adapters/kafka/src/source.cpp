@@ -1,5 +1,6 @@
 #include "seqinbox/kafka/source.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include <set>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -91,6 +93,7 @@ struct source::impl {
     std::mutex poll_mutex;  // librdkafka's poll runs rebalance callbacks: one poller at a time
     std::size_t next_consumer = 0;
     std::set<partition_id> failed_seeks;  // under poll_mutex
+    std::vector<envelope>* assembling = nullptr;  // the batch poll_batch() is filling, under poll_mutex
 
     mutable std::mutex mutex;  // guards tracker, stats, last_commit
     std::condition_variable decided;
@@ -153,10 +156,43 @@ struct source::impl {
 
     std::optional<envelope> poll() {
         std::lock_guard poll_lock(poll_mutex);
-        if (closed) throw error(error_category::misuse, "seqinbox::kafka::source: poll() after close()");
+        prepare_poll("poll()");
+        return poll_any(options.poll_timeout);
+    }
+
+    std::vector<envelope> poll_batch(std::size_t max) {
+        std::lock_guard poll_lock(poll_mutex);
+        prepare_poll("poll_batch()");
+        std::vector<envelope> batch;
+        if (max == 0) return batch;
+        auto first = poll_any(options.poll_timeout);
+        if (!first) return batch;
+        batch.push_back(std::move(*first));
+        assembling = &batch;
+        const struct done_assembling {
+            std::vector<envelope>*& slot;
+            ~done_assembling() { slot = nullptr; }
+        } done{assembling};
+        const auto deadline = std::chrono::steady_clock::now() + options.batch_linger;
+        while (batch.size() < max) {
+            const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                                       std::chrono::milliseconds(0));
+            if (auto next = poll_any(left)) batch.push_back(std::move(*next));
+            else if (left.count() == 0) break;
+        }
+        return batch;
+    }
+
+    /// Under poll_mutex, before each poll.
+    void prepare_poll(const char* what) {
+        if (closed) throw error(error_category::misuse, std::string("seqinbox::kafka::source: ") + what + " after close()");
         retry_failed_seeks();
         commit_if_due();
-        const auto share = options.poll_timeout / static_cast<int>(consumers.size());
+    }
+
+    /// The next record of any consumer within `timeout` (shared among them), round robin.
+    std::optional<envelope> poll_any(std::chrono::milliseconds timeout) {
+        const auto share = timeout / static_cast<int>(consumers.size());
         for (std::size_t tried = 0; tried < consumers.size(); ++tried) {
             consumer& c = *consumers[next_consumer];
             next_consumer = (next_consumer + 1) % consumers.size();
@@ -419,6 +455,7 @@ struct source::impl {
         std::vector<commit_position> due;
         {
             std::unique_lock lock(mutex);
+            take_out_of_assembling_batch(c, owned);
             const bool idle = decided.wait_for(lock, options.revoke_timeout, [&] { return tracker.in_flight(c.index, owned) == 0; });
             if (!idle)
                 report("cluster '" + c.cluster + "': records still in flight after revoke_timeout; the new owner receives them again");
@@ -432,6 +469,20 @@ struct source::impl {
         }
         std::lock_guard lock(mutex);
         tracker.forget(c.index, owned);
+    }
+
+    /// The revocation runs inside the poll that fills a batch: its records of revoked partitions
+    /// were never handed out, so they leave the batch (given back: never committed here) rather
+    /// than hold the revocation until revoke_timeout. Under mutex and poll_mutex.
+    template <class Owned>
+    void take_out_of_assembling_batch(const consumer& c, const Owned& owned) {
+        if (!assembling) return;
+        std::erase_if(*assembling, [&](const envelope& record) {
+            const partition_id where = id_of(c.index, record);
+            if (record.cluster != c.cluster || !owned(where)) return false;
+            tracker.given_back(where, record.offset);
+            return true;
+        });
     }
 
     // ---- shutdown ----
@@ -513,6 +564,7 @@ source::~source() {
 }
 
 std::optional<envelope> source::poll() { return impl_->poll(); }
+std::vector<envelope> source::poll_batch(std::size_t max) { return impl_->poll_batch(max); }
 void source::acknowledge(const envelope& record) { impl_->acknowledge(record); }
 void source::redeliver(const envelope& record) { impl_->redeliver(record); }
 

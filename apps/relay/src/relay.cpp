@@ -35,6 +35,14 @@ using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, c
 /// hammered and the log is not flooded.
 constexpr std::chrono::milliseconds retry_pause{1000};
 
+/// A longer linger would only delay decisions: a batch waits for more at most this long.
+constexpr std::chrono::milliseconds max_batch_linger{std::chrono::seconds(10)};
+
+/// The publications of the batch the calling consumer thread is deciding: its listeners produce
+/// into it without waiting. Null elsewhere (one record at a time, jobs): a listener waits for its
+/// publish. Per thread, because the inbox runs a batch's listeners on the thread that polled it.
+thread_local kafka::publication_batch* batch_publications = nullptr;
+
 [[noreturn]] void misconfigured(const std::string& problem) { throw error(error_category::configuration, "relay: " + problem); }
 
 const kafka::cluster_config& default_cluster(const relay_options& o) {
@@ -61,6 +69,10 @@ kafka::properties producer_properties(const relay_options& o) {
 declarations<std::string> load(const relay_options& o) {
     if (o.dead_letter_topic.empty()) misconfigured("the dead-letter topic is empty");
     if (o.consumer_threads == 0) misconfigured("consumer_threads is 0");
+    if (o.batch_size == 0) misconfigured("batch_size is 0");
+    if (o.batch_linger < std::chrono::milliseconds(0) || o.batch_linger > max_batch_linger)
+        misconfigured("batch_linger = " + std::to_string(o.batch_linger.count()) + " ms is out of range (0 to " +
+                      std::to_string(max_batch_linger.count()) + " ms)");
     auto decls = yaml::load_file<std::string>(o.declarations, yaml::registry<std::string>{},
                                               {.missing_context_id = yaml::relay_missing_context_id});
     for (const auto& [sequence, topic] : o.output_topics)
@@ -114,8 +126,8 @@ public:
             {options_.actions_every, [this] { run_job("pending actions", [this] { run_actions(); }); }},
             {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
         });
-        note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) +
-                                  " consumer thread(s), /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
+        note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) + " consumer thread(s), batches of up to " +
+                                  std::to_string(options_.batch_size) + " records, /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
     }
 
     void stop() {
@@ -140,6 +152,7 @@ private:
     kafka::source_options source_options() {
         kafka::source_options o;
         o.clusters = consumer_clusters(options_);
+        o.batch_linger = options_.batch_linger;
         o.report = [this](std::string_view line) { note(log_level::info, "kafka: " + std::string(line)); };
         return o;
     }
@@ -159,7 +172,8 @@ private:
             const auto topic = output_topic_of(options_, sequence.name);
             for (const auto& message : sequence.messages)
                 inbox_.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
-                    publisher_.publish(topic, c.record, partition_key_of(c));
+                    if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
+                    else publisher_.publish(topic, c.record, partition_key_of(c));
                 });
         }
     }
@@ -190,13 +204,36 @@ private:
         const std::string part = "consumer " + std::to_string(n);
         while (!stopping_) {
             try {
-                inbox_.poll_once();
+                decide_next();
                 health_.fine(part);
             } catch (const std::exception& e) {
                 health_.failing(part, e.what());
                 note(log_level::error, part + ": " + e.what());
                 pause_unless_stopping();
             }
+        }
+    }
+
+    /// A batch, or one record while a batch whose publications failed comes again.
+    void decide_next() {
+        if (watched_.one_at_a_time()) {
+            inbox_.poll_once();
+            return;
+        }
+        kafka::publication_batch publications;
+        batch_publications = &publications;
+        const struct done_batch {
+            ~done_batch() { batch_publications = nullptr; }
+        } done;
+        inbox_.poll_batch(options_.batch_size, {.before_commit = [this, &publications] { await(publications); }});
+    }
+
+    /// Every publication of the batch acknowledged, or the batch does not commit.
+    void await(kafka::publication_batch& publications) {
+        try {
+            publisher_.await(publications);
+        } catch (const error& e) {
+            throw detail::refused_publication(e);
         }
     }
 

@@ -3,6 +3,12 @@
 // inbox threw: database down, dead-letter topic refusing, ...). Such a record comes again and
 // blocks its partition until it is decided, so each one is listed in /healthz with its failed
 // attempts and last error, and counted in /metrics, rather than retried silently forever.
+//
+// A record given back because the publications of its batch failed (refused_publication) is
+// decided alone when it comes again: while any such record is undecided, the relay decides one
+// record at a time, so that only the message whose publish fails becomes FAILED.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -12,6 +18,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/envelope.hpp"
@@ -20,6 +27,13 @@
 #include "seqinbox/metrics/registry.hpp"
 
 namespace seqinbox::relay::detail {
+
+/// Thrown before a batch commits when a publication of the batch was refused or not
+/// acknowledged: the batch is given back, to be decided again one record at a time.
+class refused_publication : public error {
+public:
+    explicit refused_publication(const error& cause) : error(cause) {}
+};
 
 class retry_board {
 public:
@@ -33,13 +47,15 @@ public:
 
     /// `record` was given back after failing with `why`. `generation` counts the source's
     /// rebalances: a record last given back before one may belong to another member now.
-    void given_back(const envelope& record, std::string_view why, std::uint64_t generation) {
+    /// `alone`: the record is to be decided on its own when it comes again.
+    void given_back(const envelope& record, std::string_view why, std::uint64_t generation, bool alone = false) {
         const std::scoped_lock lock(mutex_);
         forget_older_than(generation);
         auto& entry = records_[position_of(record)];
         ++entry.attempts;
         entry.last_error = seqinbox::detail::loggable(why);  // one line in /healthz whatever the error's text
         entry.generation = generation;
+        entry.alone = alone;
         retries_->inc({});
         retrying_->set({}, static_cast<double>(records_.size()));
     }
@@ -51,6 +67,14 @@ public:
         records_.erase(position_of(record));
         forget_older_than(generation);
         retrying_->set({}, static_cast<double>(records_.size()));
+    }
+
+    /// Whether a record given back to be decided alone is still undecided.
+    bool one_at_a_time(std::uint64_t generation) {
+        const std::scoped_lock lock(mutex_);
+        if (records_.empty()) return false;  // the common case
+        forget_older_than(generation);
+        return std::ranges::any_of(records_, [](const auto& item) { return item.second.alone; });
     }
 
     /// One line per record being retried ("" when none):
@@ -77,6 +101,7 @@ private:
         std::uint64_t attempts = 0;
         std::string last_error;
         std::uint64_t generation = 0;
+        bool alone = false;
     };
 
     static position position_of(const envelope& r) { return {r.cluster, r.topic, r.partition, r.offset}; }
@@ -113,6 +138,7 @@ public:
     watched_source(kafka::source& source, retry_board& board) : source_(&source), board_(&board) {}
 
     std::optional<envelope> poll() { return source_->poll(); }
+    std::vector<envelope> poll_batch(std::size_t max) { return source_->poll_batch(max); }
 
     void acknowledge(const envelope& record) {
         source_->acknowledge(record);
@@ -122,8 +148,12 @@ public:
     /// The inbox gives a record back while handling the exception that stopped its delivery.
     void redeliver(const envelope& record) {
         source_->redeliver(record);
-        board_->given_back(record, std::current_exception() ? current_exception_text() : "no error given", generation());
+        board_->given_back(record, std::current_exception() ? current_exception_text() : "no error given", generation(),
+                           publication_refused());
     }
+
+    /// Whether the relay must decide one record at a time now (see refused_publication).
+    bool one_at_a_time() { return board_->one_at_a_time(generation()); }
 
     std::string retrying() {
         return board_->report(generation(), [this](const envelope& record) { return source_->undecided(record); });
@@ -131,6 +161,16 @@ public:
 
 private:
     std::uint64_t generation() const { return source_->statistics().rebalances; }
+
+    static bool publication_refused() {
+        try {
+            if (std::current_exception()) std::rethrow_exception(std::current_exception());
+        } catch (const refused_publication&) {
+            return true;
+        } catch (...) {
+        }
+        return false;
+    }
 
     kafka::source* source_;
     retry_board* board_;

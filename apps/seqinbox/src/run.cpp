@@ -38,6 +38,8 @@ constexpr std::string_view usage_text =
     "  --type-header NAME        header naming the message type (default message-type)\n"
     "  --idempotence-header NAME header carrying the idempotence id (default idempotence-id)\n"
     "  --threads N               consumer threads (default 1)\n"
+    "  --batch-size N            records a consumer thread decides in one transaction (default 100)\n"
+    "  --batch-linger D          how long a batch waits for more records after its first (default 5ms)\n"
     "  --http-port PORT          loopback port of /metrics and /healthz (default 9464; 0: a free one, logged)\n"
     "  --actions-every D         pending-action job interval (default 10s)\n"
     "  --action-page-size N      instances per page of that job (default 100)\n"
@@ -79,6 +81,8 @@ bool read_relay_flag(option_reader& r, run_call& call) {
     else if (auto v = r.value("--type-header")) o.type_header = std::string(*v);
     else if (auto v = r.value("--idempotence-header")) o.idempotence_header = std::string(*v);
     else if (auto v = r.value("--threads")) o.consumer_threads = r.number("--threads", *v, 1, 64);
+    else if (auto v = r.value("--batch-size")) o.batch_size = r.number("--batch-size", *v, 1, 100000);
+    else if (auto v = r.value("--batch-linger")) o.batch_linger = r.duration("--batch-linger", *v);
     else if (auto v = r.value("--http-port")) o.http_port = static_cast<std::uint16_t>(r.number("--http-port", *v, 0, 65535));
     else if (auto v = r.value("--actions-every")) o.actions_every = r.duration("--actions-every", *v);
     else if (auto v = r.value("--action-page-size")) o.action_page_size = r.number("--action-page-size", *v, 1, 100000);

@@ -9,7 +9,12 @@
 // partition is FNV-1a(partition key) modulo the topic's partition count (asked once per topic),
 // not librdkafka's key partitioner: the original key need not be the context id.
 //
-// Thread safety: publish() and statistics() may be called from any number of threads at once.
+// Batches: publish_later() produces without waiting and await() waits for the acknowledgements
+// of a whole publication_batch at once, so that a batch of records costs one round trip instead
+// of one per record (the relay's listeners produce this way while the inbox decides a batch).
+//
+// Thread safety: publish(), publish_later(), await() and statistics() may be called from any
+// number of threads at once; a publication_batch is used by one thread at a time.
 // The destructor (not while a publish() runs) flushes for at most delivery_timeout.
 //
 // librdkafka stays private: this header needs no librdkafka header.
@@ -18,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/kafka/properties.hpp"
@@ -35,8 +41,26 @@ struct publisher_options {
 };
 
 struct publisher_statistics {
-    std::uint64_t published = 0;  ///< publish() calls that returned normally
-    std::uint64_t failed = 0;     ///< publish() calls that threw
+    std::uint64_t published = 0;  ///< records acknowledged by the broker
+    std::uint64_t failed = 0;     ///< records refused or not acknowledged in time
+};
+
+/// Records produced by publisher::publish_later() whose acknowledgements publisher::await()
+/// awaits together. Dropped unawaited, its records may or may not reach their topic.
+class publication_batch {
+public:
+    publication_batch();
+    ~publication_batch();
+    publication_batch(const publication_batch&) = delete;
+    publication_batch& operator=(const publication_batch&) = delete;
+
+    /// Records produced and not awaited yet.
+    std::size_t size() const noexcept;
+
+private:
+    friend class publisher;
+    struct state;
+    std::unique_ptr<state> state_;
 };
 
 /// The partition `partition_key` maps to among `partitions` (> 0): FNV-1a 32-bit, modulo.
@@ -55,6 +79,14 @@ public:
     /// and waits for the acknowledgement. Throws seqinbox::error: configuration when the topic
     /// does not exist, retryable for transient conditions (brokers down, no report in time).
     void publish(const std::string& topic, const envelope& record, std::string_view partition_key);
+
+    /// Produces like publish() without waiting for the acknowledgement, which await(batch)
+    /// waits for. Throws like publish() when the record is refused at once (too large).
+    void publish_later(publication_batch& batch, const std::string& topic, const envelope& record, std::string_view partition_key);
+    /// Waits for the acknowledgement of every record of `batch` and empties it. Throws
+    /// seqinbox::error naming the first record refused or not acknowledged in time (the others'
+    /// reports are awaited first).
+    void await(publication_batch& batch);
 
     /// The partition count of `topic`, asked from the cluster once. Throws seqinbox::error
     /// (configuration) when the topic does not exist: call it at start to fail early.

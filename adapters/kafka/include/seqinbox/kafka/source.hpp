@@ -31,7 +31,11 @@
 // idle_in_transaction_session_timeout must exceed the longest listener. librdkafka's default of
 // 300 s suits listeners of seconds; raise it, never lower it below the listener's worst case.
 //
-// Thread safety: poll, acknowledge and redeliver may be called from any number of threads (an
+// A revocation that comes while poll_batch() assembles a batch takes the revoked partitions'
+// records out of it (they were never handed out; the new owner gets them), so that it does not
+// wait for records the polling thread itself holds.
+//
+// Thread safety: poll, poll_batch, acknowledge and redeliver may be called from any number of threads (an
 // inbox's poll_once from several consumer threads); polling itself is serialised. close() and
 // the destructor must not race with other calls.
 #include <chrono>
@@ -70,8 +74,10 @@ struct subscription {
 
 struct source_options {
     std::vector<cluster_config> clusters{};
-    /// How long one poll() waits for a record before it returns nothing.
+    /// How long one poll() or poll_batch() waits for a record before it returns nothing.
     std::chrono::milliseconds poll_timeout{100};
+    /// How long poll_batch() waits for more once it has a record (0: only what is fetched already).
+    std::chrono::milliseconds batch_linger{5};
     /// Acknowledged offsets are committed asynchronously at most this often.
     std::chrono::milliseconds commit_interval{500};
     /// How long a revocation waits for in-flight records of the revoked partitions.
@@ -116,10 +122,15 @@ public:
     /// The next record of any cluster, or nothing when none arrived within poll_timeout.
     /// Throws seqinbox::error for fatal consumer errors.
     std::optional<envelope> poll();
+    /// Up to `max` records, in each partition's order: what librdkafka fetched already, plus what
+    /// arrives within batch_linger after the first; nothing when none arrived within poll_timeout.
+    /// Each record is acknowledged or given back on its own, as poll()'s are.
+    std::vector<envelope> poll_batch(std::size_t max);
     /// The inbox decision for `record` is durable: its offset may be committed.
     void acknowledge(const envelope& record);
     /// No decision was reached for `record`: it comes again (and what follows it in its
-    /// partition, unless decided already).
+    /// partition, unless decided already). Records of one partition may be given back in any
+    /// order (a batch gives back its last first): the consumer seeks to the lowest of them.
     void redeliver(const envelope& record);
     /// Whether `record` was polled by this member and no decision for it is durable yet (in
     /// flight, or given back and not decided since, maybe through another copy of it); false
@@ -143,7 +154,7 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
-static_assert(redelivering_source<source>);
+static_assert(redelivering_source<source> && batch_source<source>);
 
 template <class Message>
 std::vector<subscription> subscriptions_of(const declarations<Message>& decls, const std::string& default_topic) {

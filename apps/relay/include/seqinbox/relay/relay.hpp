@@ -9,8 +9,14 @@
 //
 // Guarantees are the inbox's (docs/guarantees.md) with the publisher as the listener: a record reaches the
 // output topic before its message is recorded PROCESSED, so a crash between the two publishes it
-// again after restart (at-least-once for that window); a graceful stop() finishes the deliveries
-// in progress and commits, so nothing is repeated. Records of one context go to one partition of
+// again after restart (at-least-once for that window: the batch); a graceful stop() finishes the
+// batches in progress and commits, so nothing is repeated.
+//
+// Batches: a consumer thread decides a polled batch in one transaction (basic_inbox::poll_batch).
+// Its listeners produce without waiting; before the batch commits, the relay waits for all their
+// acknowledgements at once. When one is refused, the batch rolls back and comes again, and the
+// relay decides it one record at a time, each publish awaited, so that only the message whose
+// publish fails becomes FAILED (dead-lettered); the others of the batch may be published twice. Records of one context go to one partition of
 // the output topic (the partition key is the context id; the record key for messages that are
 // not sequenced).
 //
@@ -54,6 +60,11 @@ struct relay_options {
     std::string type_header = "message-type";
     std::string idempotence_header = "idempotence-id";
     std::size_t consumer_threads = 1;
+    /// Each consumer thread decides up to batch_size records in one transaction, taking what the
+    /// consumer fetched plus what arrives within batch_linger; the batch's publications are
+    /// acknowledged together before it commits.
+    std::size_t batch_size = 100;
+    std::chrono::milliseconds batch_linger{5};
     /// Loopback port of /metrics and /healthz; 0 picks a free one (see http_port()).
     std::uint16_t http_port = 9464;
     std::chrono::milliseconds actions_every{std::chrono::seconds(10)};

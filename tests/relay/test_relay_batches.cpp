@@ -1,0 +1,101 @@
+// The relay on batches (issue 19), as a user runs it: `seqinbox run` as a child process on the
+// mock cluster and a throwaway PostgreSQL. A batch of out-of-order records comes out in declared
+// order; a publish the broker refuses makes only its message FAILED (dead-lettered) while the
+// rest of its batch is still published; bad batch options are refused naming the value.
+#define BOOST_TEST_MODULE seqinbox relay batches
+#include <boost/test/unit_test.hpp>
+
+#include <librdkafka/rdkafka_mock.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "relay/relay_process.hpp"
+#include "relay/relay_world.hpp"
+#include "seqinbox/kafka/publisher.hpp"
+
+namespace si = seqinbox;
+using namespace seqinbox::test;
+
+namespace {
+
+/// The relay's arguments with one consumer thread and the given batch options.
+std::vector<std::string> batch_arguments(const relay_world& world, const std::string& size, const std::string& linger) {
+    auto arguments = world.arguments("relay-batches", 1);
+    arguments.insert(arguments.end(), {"--batch-size", size, "--batch-linger", linger});
+    return arguments;
+}
+
+/// `count` order ids whose output partition is (`on` true) or is not (`on` false) `partition`.
+std::vector<std::string> contexts_where(std::int32_t partition, bool on, std::size_t count) {
+    std::vector<std::string> result;
+    for (int i = 0; result.size() < count; ++i) {
+        const std::string id = "order-" + std::to_string(i);
+        if ((si::kafka::partition_for(id, output_partitions) == partition) == on) result.push_back(id);
+    }
+    return result;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_batch_of_out_of_order_duplicated_records_is_published_once_in_declared_order) {
+    relay_world world;
+    const si::testing::order_workload work(80, 0.2, 31);
+    work.produce(world.cluster, input, input_partitions, 32);
+    relay_process relay(batch_arguments(world, "100", "200ms"), world.dir / "relay.log");
+    BOOST_TEST_REQUIRE(world.wait_for_output(static_cast<long long>(work.logical)), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+    BOOST_TEST(si::test::contains(relay.log(), "batches of up to 100 records"), relay.log());
+    expect_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state <> 'PROCESSED'") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_publish_makes_only_its_message_failed_and_the_rest_of_its_batch_is_published) {
+    relay_world world;
+    // Output partition 2 alone is led by broker 2, whose next two produce requests are refused:
+    // the batch's, then the doomed message's own when the batch is decided one record at a time.
+    constexpr std::int32_t doomed_partition = 2;
+    for (std::int32_t p = 0; p < output_partitions; ++p)
+        rd_kafka_mock_partition_set_leader(world.cluster.native(), output.c_str(), p, p == doomed_partition ? 2 : 1);
+    rd_kafka_mock_partition_set_leader(world.cluster.native(), dead_letters.c_str(), 0, 1);
+    const auto doomed = contexts_where(doomed_partition, true, 1).front();
+    const auto others = contexts_where(doomed_partition, false, 6);
+    for (const auto& context : others) world.cluster.produce(input, si::testing::record("OrderCreated", "c@" + context, context), 0);
+    world.cluster.produce(input, si::testing::record("OrderCreated", "c@" + doomed, doomed), 0);
+    constexpr int produce_request = 0;
+    BOOST_TEST_REQUIRE(!rd_kafka_mock_broker_push_request_error_rtts(world.cluster.native(), 2, produce_request, 2,
+                                                                      RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
+                                                                      RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0));
+
+    relay_process relay(batch_arguments(world, "100", "500ms"), world.dir / "relay.log");
+    const std::string decided = "SELECT count(*) FROM sequenced_message WHERE state IN ('PROCESSED', 'FAILED')";
+    BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, decided, static_cast<long long>(others.size() + 1)), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'FAILED' AND idempotence_id = 'c@" + doomed +
+                                         "'") == 1);
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") ==
+               static_cast<long long>(others.size()));
+    const auto rejected = world.cluster.read_all(dead_letters, 1, 2, std::chrono::seconds(10));
+    BOOST_TEST_REQUIRE(rejected.size() == 1u, relay.log());
+    BOOST_TEST(std::string(rejected.front().find_header("idempotence-id").value_or("")) == "c@" + doomed);
+    std::set<std::string> published;
+    for (const auto& r : world.cluster.read_all(output, output_partitions, 2 * others.size() + 1, std::chrono::seconds(5)))
+        published.insert(r.key.value_or(""));
+    BOOST_TEST(published == std::set<std::string>(others.begin(), others.end()), "every other message published, the doomed one not");
+}
+
+BOOST_AUTO_TEST_CASE(bad_batch_options_are_refused_naming_the_value) {
+    relay_world world;
+    relay_process zero(batch_arguments(world, "0", "5ms"), world.dir / "zero.log");
+    BOOST_TEST(zero.wait(std::chrono::seconds(30)) == 2);
+    BOOST_TEST(si::test::contains(zero.log(), "option '--batch-size' expects a whole number from 1 to 100000, not '0'"), zero.log());
+    relay_process word(batch_arguments(world, "100", "soon"), world.dir / "word.log");
+    BOOST_TEST(word.wait(std::chrono::seconds(30)) == 2);
+    BOOST_TEST(si::test::contains(word.log(), "option '--batch-linger' expects a duration"), word.log());
+    BOOST_TEST(si::test::contains(word.log(), "not 'soon'"), word.log());
+    relay_process long_linger(batch_arguments(world, "100", "1m"), world.dir / "long.log");
+    BOOST_TEST(long_linger.wait(std::chrono::seconds(30)) == 1);
+    BOOST_TEST(si::test::contains(long_linger.log(), "batch_linger = 60000 ms is out of range (0 to 10000 ms)"), long_linger.log());
+}
