@@ -99,6 +99,55 @@ const named_sql& instance_lock_if_claimed_sql() {
     return s;
 }
 
+namespace {
+
+/// The text of a hex list parameter (encode_list) as a column of an unnest().
+std::string hex_list_items(std::string_view param) { return "string_to_array(" + std::string(param) + ", ',')"; }
+
+std::string decoded_text(std::string_view item) { return "convert_from(decode(" + std::string(item) + ", 'hex'), 'UTF8')"; }
+
+}  // namespace
+
+// One statement, so that every claim is inserted before the first lock: the sort below the row
+// locking reads all of `won` first. Keys in byte order (COLLATE "C", as claim_key compares) and
+// instances in id order: two batches never wait for each other in a cycle. No xmin test tells
+// the won claims: RETURNING does, also inside a savepoint's subtransaction.
+const named_sql& claim_batch_sql() {
+    static const named_sql s = named(
+        "claim_batch",
+        "WITH requested AS (SELECT " + decoded_text("t") + " AS message_type, " + decoded_text("i") +
+            " AS idempotence_id, CAST(n AS bigint) AS instance, CAST(a AS bigint) AS at FROM unnest(" + hex_list_items("$1") +
+            ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " + hex_list_items("$4") +
+            ") AS r(t, i, n, a)),"
+            " won AS (INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+            " SELECT message_type, idempotence_id, instance, " + sql_timestamp("at") +
+            " FROM requested ORDER BY message_type COLLATE \"C\", idempotence_id COLLATE \"C\""
+            " ON CONFLICT (message_type, idempotence_id) DO NOTHING RETURNING message_type, idempotence_id, sequence_instance_id),"
+            " locked AS MATERIALIZED (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance WHERE id IN (SELECT sequence_instance_id FROM won) ORDER BY id FOR NO KEY UPDATE)"
+            " SELECT won.message_type, won.idempotence_id, locked.* FROM won LEFT JOIN locked ON locked.id = won.sequence_instance_id");
+    return s;
+}
+
+const named_sql& message_find_batch_sql() {
+    static const named_sql s = named(
+        "message_find_batch",
+        "SELECT m.message_type, m.idempotence_id, m.id, m.sequence_instance_id, m.state, " + sql_microseconds("m.created_at") +
+            ", " + sql_microseconds("m.state_changed_at") + " FROM sequenced_message m JOIN (SELECT " + decoded_text("t") +
+            " AS message_type, " + decoded_text("i") + " AS idempotence_id FROM unnest(" + hex_list_items("$1") + ", " +
+            hex_list_items("$2") + ") AS r(t, i)) k ON m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id"
+            " ORDER BY m.id");
+    return s;
+}
+
+const named_sql& message_types_batch_sql() {
+    static const named_sql s = named("message_types_batch",
+                                     "SELECT sequence_instance_id, message_type, state FROM sequenced_message"
+                                     " WHERE sequence_instance_id = ANY (CAST(string_to_array($1, ',') AS bigint[]))"
+                                     " AND state IN ('PROCESSED', 'WAITING') GROUP BY sequence_instance_id, message_type, state");
+    return s;
+}
+
 const named_sql& message_types_sql() {
     static const named_sql s = named("message_types",
                                      "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = $1"

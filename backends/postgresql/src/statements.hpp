@@ -38,6 +38,16 @@ const named_sql& instance_lock_sql();
 /// instance_lock_sql (id) when this transaction inserted the claim (type, idempotence id), else
 /// no row and no lock.
 const named_sql& instance_lock_if_claimed_sql();
+/// The claims of a batch (types, idempotence ids: encode_list; instances, times: comma lists), in
+/// key order, then the instances of the won ones FOR NO KEY UPDATE in id order: per won claim,
+/// its type, idempotence id and instance columns as instance_columns_sql() (NULL when the
+/// instance was not locked).
+const named_sql& claim_batch_sql();
+/// message_find_sql for many keys (types, idempotence ids: encode_list): type, idempotence id,
+/// then the columns of message_find_sql; by id.
+const named_sql& message_find_batch_sql();
+/// message_types_sql for many instances (a comma list): instance id, type, state.
+const named_sql& message_types_batch_sql();
 /// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
 const named_sql& message_types_sql();
 const named_sql& instance_close_sql();          ///< at, id

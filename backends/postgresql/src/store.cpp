@@ -3,6 +3,7 @@
 #include "seqinbox/postgresql/store.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -190,6 +191,19 @@ public:
         pool_->instances().forget(instance);
         throw error(error_category::retryable,
                     "sequence instance " + std::to_string(instance) + " no longer exists (removed meanwhile); retry the delivery",
+                    std::move(sqlstate));
+    }
+
+    /// The same for a batch's claims, of which one named a removed instance (which one PostgreSQL
+    /// does not say): every instance of the batch is forgotten.
+    [[noreturn]] void instances_removed(std::span<const claim_request> requests, std::string sqlstate = {}) {
+        std::string ids;
+        for (const auto& r : requests) {
+            pool_->instances().forget(r.instance);
+            ids += (ids.empty() ? "" : ", ") + std::to_string(r.instance);
+        }
+        throw error(error_category::retryable,
+                    "a sequence instance of the batch (one of " + ids + ") no longer exists (removed meanwhile); retry the batch",
                     std::move(sqlstate));
     }
 
@@ -393,27 +407,35 @@ std::size_t queue_find(detail::pipeline& batch, const claim_key& key) {
     return batch.statement(detail::message_find_sql(), {key.type, key.idempotence_id});
 }
 
+/// The row at `row` of a result whose columns from `first` on are those of message_find_sql.
+message_record found_row(const detail::result& r, int row, int first, const claim_key& key) {
+    return {r.number(row, first), r.number(row, first + 1), key.type, key.idempotence_id, parse_message_state(r.text(row, first + 2)),
+            from_microseconds(r.number(row, first + 3)), from_microseconds(r.number(row, first + 4)), std::nullopt};
+}
+
 std::vector<message_record> found_rows(const detail::result& r, const claim_key& key) {
     std::vector<message_record> rows;
-    for (int i = 0; i < r.rows(); ++i)
-        rows.push_back({r.number(i, 0), r.number(i, 1), key.type, key.idempotence_id, parse_message_state(r.text(i, 2)),
-                        from_microseconds(r.number(i, 3)), from_microseconds(r.number(i, 4)), std::nullopt});
+    for (int i = 0; i < r.rows(); ++i) rows.push_back(found_row(r, i, 0, key));
     return rows;
 }
 
-sequence_instance instance_row(const detail::result& r) {
-    detail::instance_columns c{r.number(0, 0), r.text(0, 1), r.text(0, 2), r.text(0, 3), r.number(0, 4), r.number(0, 5), 0,
-                               r.null(0, 6) ? soci::i_null : soci::i_ok};
-    if (c.remove_after_null == soci::i_ok) c.remove_after = r.number(0, 6);
+/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql().
+sequence_instance instance_row(const detail::result& r, int row = 0, int first = 0) {
+    const auto at = [&](int column) { return r.number(row, first + column); };
+    detail::instance_columns c{at(0), r.text(row, first + 1), r.text(row, first + 2), r.text(row, first + 3), at(4), at(5), 0,
+                               r.null(row, first + 6) ? soci::i_null : soci::i_ok};
+    if (c.remove_after_null == soci::i_ok) c.remove_after = at(6);
     return to_instance(c);
+}
+
+void add_type(types_by_state& types, std::string type, std::string_view state) {
+    const bool processed = detail::parse_message_state(state) == message_state::processed;
+    (processed ? types.processed : types.waiting).push_back(std::move(type));
 }
 
 types_by_state types_of(const detail::result& r) {
     types_by_state types;
-    for (int i = 0; i < r.rows(); ++i) {
-        const bool processed = detail::parse_message_state(r.text(i, 1)) == message_state::processed;
-        (processed ? types.processed : types.waiting).push_back(r.text(i, 0));
-    }
+    for (int i = 0; i < r.rows(); ++i) add_type(types, r.text(i, 0), r.text(i, 1));
     return types;
 }
 
@@ -445,6 +467,97 @@ claim_result store::transaction::claim(const claim_request& request) {
     state.claim_won();
     if (answers[lock].rows() != 1) state.instance_removed(request.instance);  // the claim's key-share lock forbids it
     return {true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+}
+
+namespace {
+
+/// The parameters of claim_batch_sql, in the order of the requests.
+std::vector<std::string> claim_batch_parameters(std::span<const claim_request> requests) {
+    std::vector<std::string> types, ids, instances, times;
+    for (const auto& r : requests) {
+        types.push_back(r.key.type);
+        ids.push_back(r.key.idempotence_id);
+        instances.push_back(std::to_string(r.instance));
+        times.push_back(microseconds_text(r.now));
+    }
+    const auto comma_list = [](const std::vector<std::string>& items) {
+        std::string text;
+        for (const auto& item : items) text += (text.empty() ? "" : ",") + item;
+        return text;
+    };
+    return {detail::encode_list(types), detail::encode_list(ids), comma_list(instances), comma_list(times)};
+}
+
+/// The keys of a batch must be distinct (a second claim of a key in one statement would win too).
+void require_distinct_keys(std::span<const claim_request> requests) {
+    std::vector<const claim_key*> keys;
+    for (const auto& r : requests) {
+        require_claim_key(r.key);
+        keys.push_back(&r.key);
+    }
+    std::ranges::sort(keys, {}, [](const claim_key* k) { return *k; });
+    const auto twin = std::ranges::adjacent_find(keys, {}, [](const claim_key* k) { return *k; });
+    if (twin != keys.end())
+        throw error(error_category::misuse, "claim_batch: the key (" + (*twin)->type + ", " + (*twin)->idempotence_id +
+                                                ") is requested twice; the keys of a batch must be distinct");
+}
+
+/// What a batch's three answers say, per won key.
+struct batch_answers {
+    std::map<claim_key, instance_id> won;
+    std::map<instance_id, instance_lock> locks;
+    std::map<claim_key, std::vector<message_record>> rows;
+};
+
+}  // namespace
+
+// The claims and the instance locks in one statement, then the reads under the locks, each a
+// statement of its own (so that they see what the locks' previous holders committed): one round
+// trip with BEGIN and the deferred writes. Which claims are won is known only once they ran, so
+// the reads cover every request: a lost claim costs the server two cheap index reads.
+std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_request> requests) {
+    if (requests.empty()) return {};
+    require_distinct_keys(requests);
+    auto& state = checked(impl_);
+    const auto params = claim_batch_parameters(requests);
+    std::size_t claims = 0, rows = 0, types = 0;
+    std::vector<detail::result> answers;
+    try {
+        answers = state.batch("claiming a batch of messages", [&](detail::pipeline& batch) {
+            claims = batch.statement(detail::claim_batch_sql(), params);
+            rows = batch.statement(detail::message_find_batch_sql(), {params[0], params[1]});
+            types = batch.statement(detail::message_types_batch_sql(), {params[2]});
+        });
+    } catch (const error& e) {
+        if (e.sqlstate() != instance_removed_sqlstate) throw;
+        state.instances_removed(requests, e.sqlstate());
+    }
+    batch_answers found;
+    const auto& won = answers[claims];
+    for (int i = 0; i < won.rows(); ++i) {
+        if (won.null(i, 2)) state.instances_removed(requests);  // the claim's key-share lock forbids it
+        const auto instance = instance_row(won, i, 2);
+        found.won.emplace(claim_key{won.text(i, 0), won.text(i, 1)}, instance.id);
+        found.locks.try_emplace(instance.id, instance_lock{instance, {}});
+    }
+    if (found.won.empty()) return std::vector<claim_result>(requests.size());
+    state.claim_won();
+    const auto& type_rows = answers[types];
+    for (int i = 0; i < type_rows.rows(); ++i)
+        if (auto lock = found.locks.find(type_rows.number(i, 0)); lock != found.locks.end())
+            add_type(lock->second.types, type_rows.text(i, 1), type_rows.text(i, 2));
+    const auto& key_rows = answers[rows];
+    for (int i = 0; i < key_rows.rows(); ++i) {
+        claim_key key{key_rows.text(i, 0), key_rows.text(i, 1)};
+        if (found.won.contains(key)) found.rows[key].push_back(found_row(key_rows, i, 2, key));
+    }
+    std::vector<claim_result> results;
+    for (const auto& r : requests) {
+        const auto won_on = found.won.find(r.key);
+        if (won_on == found.won.end()) results.emplace_back();
+        else results.push_back({true, found.locks.at(won_on->second), std::move(found.rows[r.key])});
+    }
+    return results;
 }
 
 void store::transaction::delete_claim(const claim_key& key) {

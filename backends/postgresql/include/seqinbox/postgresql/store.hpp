@@ -178,6 +178,11 @@ public:
     /// One round trip. Throws seqinbox::error(retryable, SQLSTATE 23503) when the instance no
     /// longer exists, and drops it from the instance cache.
     claim_result claim(const claim_request& request);
+    /// seqinbox::batch_claim_transaction: one round trip with BEGIN (when the transaction has not
+    /// begun) and the deferred writes, whatever the batch's size. Throws seqinbox::error(retryable,
+    /// SQLSTATE 23503) when an instance of the batch no longer exists, and drops every instance of
+    /// the batch from the instance cache; seqinbox::error(misuse) for a key requested twice.
+    std::vector<claim_result> claim_batch(std::span<const claim_request> requests);
     void delete_claim(const claim_key& key);
     /// Every row with the key, by id, without payloads (the engine reads ids and states).
     std::vector<message_record> find_messages(const claim_key& key);
@@ -236,6 +241,8 @@ private:
 };
 
 static_assert(seqinbox::store_policy<store>, "seqinbox::postgresql::store must model seqinbox::store_policy");
+static_assert(seqinbox::batch_claim_transaction<store::transaction>,
+              "seqinbox::postgresql::store::transaction must model seqinbox::batch_claim_transaction");
 static_assert(seqinbox::housekeeping_store<store>, "seqinbox::postgresql::store must model seqinbox::housekeeping_store");
 static_assert(seqinbox::view_store<store>, "seqinbox::postgresql::store must model seqinbox::view_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");

@@ -1,0 +1,300 @@
+// seqinbox::postgresql::store::transaction::claim_batch against a throwaway server: results in
+// request order, won and lost claims, a key held by another open transaction, the key's rows and
+// the instance's types read under the lock, one lock per instance taken in id order after every
+// claim, instances removed meanwhile, deadlocks, and the round trips a batch costs.
+#define BOOST_TEST_MODULE seqinbox postgresql claim batch
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pg_test_support.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/store.hpp"
+
+namespace pg = seqinbox::postgresql;
+namespace si = seqinbox;
+using seqinbox::test::count;
+using seqinbox::test::pg_server;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct batch_fixture {
+    static std::string migrated_database() {
+        std::string conninfo = pg_server::shared().create_database();
+        pg::migrate(conninfo);
+        return conninfo;
+    }
+
+    pg::store_options options() const {
+        pg::store_options o;
+        o.conninfo = conninfo;
+        o.pool_size = 4;
+        return o;
+    }
+
+    si::instance_id instance(const std::string& context_id) {
+        const auto now = std::chrono::system_clock::now();
+        return store.create_or_get_instance("OrderSequence", context_id, now, now + 24h).id;
+    }
+
+    /// A committed row of `type` and `id` in `instance`, as an earlier delivery left it.
+    void stored(si::instance_id instance, const std::string& type, const std::string& id, si::message_state state) {
+        si::message_record row;
+        row.instance = instance;
+        row.type = type;
+        row.idempotence_id = id;
+        row.state = state;
+        BOOST_TEST_REQUIRE((store.store_message(row) == si::stored_as::inserted));
+    }
+
+    /// Waits until another backend of this database waits for a lock in a statement matching `like`.
+    void wait_for_lock_waiter(const std::string& like) const {
+        soci::session observer(soci::postgresql, conninfo);
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (count(observer, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted"
+                               " AND a.datname = current_database() AND a.query ILIKE '" + like + "'") == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                std::string activity;
+                observer << "SELECT string_agg(coalesce(wait_event_type, '-') || ': ' || left(query, 300), E'\\n')"
+                            " FROM pg_stat_activity WHERE datname = current_database()",
+                    soci::into(activity);
+                BOOST_TEST_MESSAGE(activity);
+                throw std::runtime_error("no backend waits in " + like + ":\n" + activity);
+            }
+            std::this_thread::sleep_for(2ms);
+        }
+    }
+
+    /// Whether a transaction other than the caller's holds a row lock on the instance.
+    bool locked_elsewhere(si::instance_id instance) const {
+        soci::session probe(soci::postgresql, conninfo);
+        try {
+            probe << "SELECT id FROM sequence_instance WHERE id = " + std::to_string(instance) + " FOR NO KEY UPDATE NOWAIT";
+            return false;
+        } catch (const soci::soci_error&) {
+            return true;
+        }
+    }
+
+    std::string conninfo = migrated_database();
+    pg::store store{options()};
+};
+
+/// Rolls `tx` back when a check fails while a thread waits for it (declared after that thread's
+/// future, it ends first, so that the future's destructor does not wait forever).
+struct rolled_back_on_exit {
+    pg::store::transaction& tx;
+    ~rolled_back_on_exit() {
+        if (tx.active()) tx.rollback();
+    }
+};
+
+si::claim_request request(const std::string& type, const std::string& id, si::instance_id instance) {
+    return {{type, id}, instance, std::chrono::system_clock::now()};
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(postgresql_claim_batch, batch_fixture)
+
+BOOST_AUTO_TEST_CASE(results_come_in_request_order_and_a_committed_claim_loses) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    {
+        auto earlier = store.begin();
+        BOOST_TEST_REQUIRE(earlier.claim(request("OrderCreated", "b", first)).won);
+        earlier.commit();
+    }
+    const std::vector<si::claim_request> requests{request("OrderCreated", "c", second), request("OrderCreated", "b", first),
+                                                  request("OrderCreated", "a", first)};
+    auto tx = store.begin();
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST_REQUIRE(results.size() == 3u);
+    BOOST_TEST(results[0].won);
+    BOOST_TEST(results[0].locked.row.id == second);
+    BOOST_TEST(results[0].locked.row.context_id == "o-2");
+    BOOST_TEST(!results[1].won);
+    BOOST_TEST(results[1].locked.row.id == 0);  // a lost claim carries nothing
+    BOOST_TEST(results[2].won);
+    BOOST_TEST(results[2].locked.row.id == first);
+    BOOST_TEST(results[2].locked.row.sequence == "OrderSequence");
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 3);
+}
+
+BOOST_AUTO_TEST_CASE(won_claims_read_their_rows_and_their_instances_types_under_the_lock) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    stored(first, "OrderCreated", "created-1", si::message_state::processed);
+    stored(first, "OrderShipped", "shipped-1", si::message_state::waiting);
+    stored(first, "OrderValidated", "v-1", si::message_state::failed);  // an earlier attempt failed
+    stored(second, "OrderPrepared", "p-2", si::message_state::failed);  // FAILED rows are no type
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderValidated", "v-1", first), request("OrderPrepared", "p-1", first),
+                                                  request("OrderPrepared", "p-2", second)};
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST_REQUIRE((results[0].won && results[1].won && results[2].won));
+    BOOST_TEST_REQUIRE(results[0].rows.size() == 1u);
+    BOOST_TEST((results[0].rows[0].state == si::message_state::failed));
+    BOOST_TEST(results[0].rows[0].instance == first);
+    BOOST_TEST(results[0].rows[0].idempotence_id == "v-1");
+    BOOST_TEST(results[1].rows.empty());
+    BOOST_TEST(results[2].rows.size() == 1u);
+    const auto& types = results[0].locked.types;
+    BOOST_TEST(types.processed == std::vector<std::string>{"OrderCreated"});
+    BOOST_TEST(types.waiting == std::vector<std::string>{"OrderShipped"});
+    BOOST_TEST(results[1].locked.row.id == results[0].locked.row.id);  // one lock per instance
+    BOOST_TEST(results[1].locked.types.processed == types.processed);
+    BOOST_TEST(results[2].locked.types.processed.empty());
+    BOOST_TEST(results[2].locked.types.waiting.empty());
+    BOOST_TEST(locked_elsewhere(first));
+    BOOST_TEST(locked_elsewhere(second));
+    tx.rollback();
+    BOOST_TEST(!locked_elsewhere(first));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_lost_claims_locks_nothing) {
+    const auto first = instance("o-1");
+    {
+        auto earlier = store.begin();
+        BOOST_TEST_REQUIRE(earlier.claim(request("OrderCreated", "a", first)).won);
+        earlier.commit();
+    }
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "a", first)};
+    BOOST_TEST(!tx.claim_batch(requests).at(0).won);
+    BOOST_TEST(!locked_elsewhere(first));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_another_transaction_holds_waits_then_loses_on_commit_and_wins_on_rollback) {
+    const auto first = instance("o-1");
+    for (const bool holder_commits : {true, false}) {
+        const std::string id = holder_commits ? "held-then-committed" : "held-then-rolled-back";
+        auto holder = store.begin();
+        BOOST_TEST_REQUIRE(holder.claim(request("OrderCreated", id, first)).won);
+        auto waiting = std::async(std::launch::async, [&] {
+            auto tx = store.begin();
+            const std::vector<si::claim_request> requests{request("OrderCreated", "free-" + id, first), request("OrderCreated", id, first)};
+            auto results = tx.claim_batch(requests);
+            tx.commit();
+            return results;
+        });
+        const rolled_back_on_exit guard{holder};
+        wait_for_lock_waiter("%insert%sequential_inbox_idempotence%");
+        if (holder_commits) holder.commit();
+        else holder.rollback();
+        const auto results = waiting.get();
+        BOOST_TEST(results[0].won);
+        BOOST_TEST(results[1].won == !holder_commits, id);
+    }
+}
+
+// Claims first, then locks in id order: while the batch waits for the lock of the instance with
+// the higher id, which it requested first, it already holds the lower one's.
+BOOST_AUTO_TEST_CASE(instance_locks_are_taken_in_id_order_after_every_claim) {
+    const auto lower = instance("o-1"), higher = instance("o-2");
+    BOOST_TEST_REQUIRE(lower < higher);
+    auto holder = store.begin();
+    holder.lock_instance(higher);
+    auto waiting = std::async(std::launch::async, [&] {
+        auto tx = store.begin();
+        const std::vector<si::claim_request> requests{request("OrderCreated", "on-higher", higher), request("OrderCreated", "on-lower", lower)};
+        auto results = tx.claim_batch(requests);
+        tx.commit();
+        return results;
+    });
+    const rolled_back_on_exit guard{holder};
+    wait_for_lock_waiter("WITH requested AS%");  // no claim conflicts here: the lock of `higher` (the text is cut before FOR NO KEY UPDATE)
+    BOOST_TEST(locked_elsewhere(lower));
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 0);  // not committed yet
+    holder.rollback();
+    const auto results = waiting.get();
+    BOOST_TEST((results[0].won && results[1].won));
+    BOOST_TEST(results[0].locked.row.id == higher);
+    BOOST_TEST(results[1].locked.row.id == lower);
+}
+
+BOOST_AUTO_TEST_CASE(an_instance_removed_meanwhile_makes_the_batch_retryable_and_is_forgotten) {
+    const auto kept = instance("o-1"), doomed = instance("o-2");
+    {
+        pg::store other(options());
+        BOOST_TEST_REQUIRE(other.remove_instance(doomed, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+    }
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "a", kept), request("OrderCreated", "b", doomed)};
+    try {
+        tx.claim_batch(requests);
+        BOOST_FAIL("a batch claiming on a removed instance succeeded");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "retryable");
+        BOOST_TEST(e.sqlstate() == "23503");
+        BOOST_TEST(std::string(e.what()).find("one of " + std::to_string(kept) + ", " + std::to_string(doomed)) != std::string::npos,
+                   e.what());
+    }
+    tx.rollback();
+    BOOST_TEST(instance("o-2") != doomed);  // read afresh
+}
+
+// Two transactions each holding a claim the other's batch requests: PostgreSQL reports the
+// deadlock to one of them, whose batch is then retryable; the other goes on.
+BOOST_AUTO_TEST_CASE(a_deadlock_makes_the_batch_retryable) {
+    const auto first = instance("o-1"), second = instance("o-2");  // one instance would serialise them
+    auto one = store.begin();
+    auto two = store.begin();
+    BOOST_TEST_REQUIRE(one.claim(request("OrderCreated", "k1", first)).won);
+    BOOST_TEST_REQUIRE(two.claim(request("OrderCreated", "k2", second)).won);
+    const auto claim_other = [&](pg::store::transaction& tx, const std::string& other, si::instance_id on) {
+        return std::async(std::launch::async, [&tx, other, on]() -> std::string {
+            try {
+                const std::vector<si::claim_request> requests{request("OrderCreated", other, on)};
+                tx.claim_batch(requests);
+                return "went on";
+            } catch (const si::error& e) {
+                tx.rollback();  // releases the claim the other one waits for
+                return std::string(to_string(e.category())) + " " + e.sqlstate();
+            }
+        });
+    };
+    auto a = claim_other(one, "k2", second);
+    auto b = claim_other(two, "k1", first);
+    const std::vector<std::string> outcomes{a.get(), b.get()};
+    BOOST_TEST((std::ranges::count(outcomes, "retryable 40P01") == 1), outcomes[0] + " / " + outcomes[1]);
+    BOOST_TEST((std::ranges::count(outcomes, "went on") == 1), outcomes[0] + " / " + outcomes[1]);
+}
+
+BOOST_AUTO_TEST_CASE(a_key_requested_twice_is_a_misuse_naming_it) {
+    const auto first = instance("o-1");
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "twice", first), request("OrderCreated", "once", first),
+                                                  request("OrderCreated", "twice", first)};
+    try {
+        tx.claim_batch(requests);
+        BOOST_FAIL("a batch with a key twice was claimed");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "misuse");
+        BOOST_TEST(std::string(e.what()).find("(OrderCreated, twice)") != std::string::npos, e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_claims_costs_one_round_trip_with_begin) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    std::vector<si::claim_request> requests;
+    for (int i = 0; i < 100; ++i) requests.push_back(request("OrderCreated", "m-" + std::to_string(i), i % 2 == 0 ? first : second));
+    auto tx = store.begin();
+    const auto before = store.statistics().round_trips;
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    BOOST_TEST(std::ranges::count_if(results, [](const si::claim_result& r) { return r.won; }) == 100);
+    const std::vector<si::claim_request> none;
+    BOOST_TEST(tx.claim_batch(none).empty());
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    tx.commit();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
