@@ -1,7 +1,8 @@
 // seqinbox::postgresql::store::transaction::claim_batch against a throwaway server: results in
 // request order, won and lost claims, a key held by another open transaction, the key's rows and
 // the instance's types read under the lock, one lock per instance taken in id order after every
-// claim, instances removed meanwhile, deadlocks, and the round trips a batch costs.
+// claim, instances removed meanwhile, deadlocks, the round trips a batch costs, and the
+// creation of many contexts' instances in one statement.
 #define BOOST_TEST_MODULE seqinbox postgresql claim batch
 #include <boost/test/unit_test.hpp>
 
@@ -295,6 +296,120 @@ BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_claims_costs_one_round_trip_with_begin
     BOOST_TEST(tx.claim_batch(none).empty());
     BOOST_TEST(store.statistics().round_trips - before == 1u);
     tx.commit();
+}
+
+// What a batch of deliveries writes per record: its row stored (on a key claimed without rows,
+// deferred, its outcome known), states updated, instances closed. Sent with COMMIT.
+BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_deliveries_costs_two_round_trips) {
+    std::vector<si::instance_id> instances;
+    for (int i = 0; i < 10; ++i) instances.push_back(instance("o-" + std::to_string(i)));
+    std::vector<si::claim_request> requests;
+    for (int i = 0; i < 100; ++i) requests.push_back(request("OrderCreated", "m-" + std::to_string(i), instances[i % 10]));
+    auto tx = store.begin();
+    const auto before = store.statistics().round_trips;
+    const auto results = tx.claim_batch(requests);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        BOOST_TEST_REQUIRE(results[i].won);
+        si::message_record row;
+        row.instance = requests[i].instance;
+        row.type = requests[i].key.type;
+        row.idempotence_id = requests[i].key.idempotence_id;
+        row.state = si::message_state::processed;
+        BOOST_TEST((tx.store_message(row) == si::stored_as::inserted));
+    }
+    for (const auto id : instances) tx.close_instance(id, std::chrono::system_clock::now());
+    tx.commit();
+    BOOST_TEST(store.statistics().round_trips - before == 2u);  // BEGIN and the claims; the writes and COMMIT
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 100);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance WHERE state = 'CLOSED'") == 10);
+}
+
+// A deferred store keeps what the immediate one keeps: the record (bytes, a NULL key, headers
+// with an empty and a binary value, trace context), to be replayed.
+BOOST_AUTO_TEST_CASE(a_deferred_store_keeps_the_whole_record) {
+    const auto first = instance("o-1");
+    si::envelope record;
+    record.value = std::string("v\0alue", 6);
+    record.topic = "orders";
+    record.cluster = "main";
+    record.partition = 3;
+    record.offset = 42;
+    record.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+                      {"empty", ""},
+                      {"bytes", std::string("\xff\x00", 2)}};
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderShipped", "s-1", first)};
+    BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
+    si::message_record row;
+    row.instance = first;
+    row.type = "OrderShipped";
+    row.idempotence_id = "s-1";
+    row.state = si::message_state::waiting;
+    row.payload = record;
+    BOOST_TEST((tx.store_message(row) == si::stored_as::inserted));
+    const std::vector<std::string> types{"OrderShipped"};
+    const auto waiting = tx.waiting_messages(first, types);  // reads after the deferred write
+    BOOST_TEST_REQUIRE(waiting.size() == 1u);
+    const si::envelope& stored = *waiting[0].payload;
+    BOOST_TEST(!stored.key.has_value());
+    BOOST_TEST((stored.value == record.value));
+    BOOST_TEST(stored.topic == "orders");
+    BOOST_TEST(stored.cluster == "main");
+    BOOST_TEST(stored.partition == 3);
+    BOOST_TEST(stored.offset == 42);
+    BOOST_TEST_REQUIRE(stored.headers.size() == 3u);
+    BOOST_TEST(stored.headers[1].value.empty());
+    BOOST_TEST((stored.headers[2].value == record.headers[2].value));
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE traceparent LIKE '00-0af7%'") == 1);
+}
+
+// A key with rows is stored at once: its outcome depends on them.
+BOOST_AUTO_TEST_CASE(a_claimed_key_with_a_failed_row_is_stored_at_once_and_updated) {
+    const auto first = instance("o-1");
+    stored(first, "OrderCreated", "f-1", si::message_state::failed);
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "f-1", first)};
+    BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
+    si::message_record row;
+    row.instance = first;
+    row.type = "OrderCreated";
+    row.idempotence_id = "f-1";
+    row.state = si::message_state::processed;
+    const auto before = store.statistics().round_trips;
+    BOOST_TEST((tx.store_message(row) == si::stored_as::updated));
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round_trip) {
+    const auto known = instance("o-known");  // in the cache
+    {
+        pg::store other(options());  // on the server, not in this store's cache
+        const auto now = std::chrono::system_clock::now();
+        other.create_or_get_instance("OrderSequence", "o-elsewhere", now, now + 24h);
+    }
+    const auto now = std::chrono::system_clock::now();
+    std::vector<si::instance_creation> requests;
+    for (const std::string context : {"o-new-2", "o-elsewhere", "o-known", "o-new-1", "o-new-2"})
+        requests.push_back({"OrderSequence", context, now, now + 24h});
+    const auto before = store.statistics().round_trips;
+    const auto instances = store.create_or_get_instances(requests);
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    BOOST_TEST_REQUIRE(instances.size() == 5u);
+    for (std::size_t i = 0; i < requests.size(); ++i) BOOST_TEST(instances[i].context_id == requests[i].context_id);
+    BOOST_TEST(instances[2].id == known);
+    BOOST_TEST(instances[0].id == instances[4].id);
+    BOOST_TEST((instances[3].state == si::instance_state::open));
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance") == 4);
+    const auto again = store.statistics().round_trips;
+    BOOST_TEST(store.create_or_get_instances(requests).at(1).id == instances[1].id);
+    BOOST_TEST(store.statistics().round_trips - again == 0u);  // all remembered now
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,10 +17,15 @@ namespace {
 
 /// A FROM item of one row that, when :skip_flush is 1, makes the commit of the statement's own
 /// (autocommitted) transaction not wait for its WAL flush; SET LOCAL in the same round trip.
-std::string skip_flush_source_sql() {
-    return " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
+std::string skip_flush_source_sql(std::string_view param = ":skip_flush") {
+    return " FROM (SELECT CASE WHEN CAST(" + std::string(param) + " AS boolean)"
            " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting";
 }
+
+/// The text of a hex list parameter (encode_list) as a column of an unnest().
+std::string hex_list_items(std::string_view param) { return "string_to_array(" + std::string(param) + ", ',')"; }
+
+std::string decoded_text(std::string_view item) { return "convert_from(decode(" + std::string(item) + ", 'hex'), 'UTF8')"; }
 
 }  // namespace
 
@@ -40,6 +45,27 @@ instance_upsert::instance_upsert(soci::session& s)
                            " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted",
                        std::tuple_cat(into_instance(row), std::tuple{into(created)}), use(name), use(context_id),
                        use(name), use(context_id), use(created_at), use(retain_until), use(skip_flush))) {}
+
+// instance_upsert for many pairs. Pairs inserted by a transaction that committed after this
+// statement's snapshot are in neither part: the caller asks again for them.
+const named_sql& instance_upsert_batch_sql() {
+    static const named_sql s = named(
+        "instance_upsert_batch",
+        "WITH requested AS (SELECT " + decoded_text("n") + " AS name, " + decoded_text("c") +
+            " AS context_id, CAST(a AS bigint) AS created_at, CAST(r AS bigint) AS retain_until FROM unnest(" + hex_list_items("$1") +
+            ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " + hex_list_items("$4") +
+            ") AS x(n, c, a, r)),"
+            " existing AS (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance WHERE (name, context_id) IN (SELECT name, context_id FROM requested)),"
+            " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+            " SELECT q.name, q.context_id, 'OPEN', " + sql_timestamp("q.created_at") + ", " + sql_timestamp("q.retain_until") +
+            " FROM requested q CROSS JOIN LATERAL (SELECT 1" + skip_flush_source_sql("$5") + ") AS setting"
+            " WHERE NOT EXISTS (SELECT 1 FROM sequence_instance s WHERE s.name = q.name AND s.context_id = q.context_id)"
+            " ORDER BY q.name COLLATE \"C\", q.context_id COLLATE \"C\""
+            " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
+            " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted");
+    return s;
+}
 
 named_sql named(const char* name, std::string text) { return {std::string("seqinbox_") + name, std::move(text)}; }
 
@@ -99,15 +125,6 @@ const named_sql& instance_lock_if_claimed_sql() {
     return s;
 }
 
-namespace {
-
-/// The text of a hex list parameter (encode_list) as a column of an unnest().
-std::string hex_list_items(std::string_view param) { return "string_to_array(" + std::string(param) + ", ',')"; }
-
-std::string decoded_text(std::string_view item) { return "convert_from(decode(" + std::string(item) + ", 'hex'), 'UTF8')"; }
-
-}  // namespace
-
 // One statement, so that every claim is inserted before the first lock: the sort below the row
 // locking reads all of `won` first. Keys in byte order (COLLATE "C", as claim_key compares) and
 // instances in id order: two batches never wait for each other in a cycle. No xmin test tells
@@ -145,6 +162,14 @@ const named_sql& message_types_batch_sql() {
                                      "SELECT sequence_instance_id, message_type, state FROM sequenced_message"
                                      " WHERE sequence_instance_id = ANY (CAST(string_to_array($1, ',') AS bigint[]))"
                                      " AND state IN ('PROCESSED', 'WAITING') GROUP BY sequence_instance_id, message_type, state");
+    return s;
+}
+
+const named_sql& message_store_sql() {
+    static const named_sql s = named("message_store", "SELECT seqinbox_store_message($1, $2, $3, $4, " + sql_timestamp("$5") + ", " +
+                                                          sql_timestamp("$6") +
+                                                          ", CAST($7 AS boolean), $8, $9, $10, $11, decode($12, 'hex'),"
+                                                          " decode($13, 'hex'), $14, " + sql_timestamp("$15") + ", $16)");
     return s;
 }
 

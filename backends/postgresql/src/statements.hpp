@@ -38,6 +38,9 @@ const named_sql& instance_lock_sql();
 /// instance_lock_sql (id) when this transaction inserted the claim (type, idempotence id), else
 /// no row and no lock.
 const named_sql& instance_lock_if_claimed_sql();
+/// instance_upsert for many (names, context ids: encode_list; created at, retain until: comma
+/// lists; skip flush 0 or 1): instance columns, then 1 when inserted. Missing pairs: ask again.
+const named_sql& instance_upsert_batch_sql();
 /// The claims of a batch (types, idempotence ids: encode_list; instances, times: comma lists), in
 /// key order, then the instances of the won ones FOR NO KEY UPDATE in id order: per won claim,
 /// its type, idempotence id and instance columns as instance_columns_sql() (NULL when the
@@ -50,6 +53,10 @@ const named_sql& message_find_batch_sql();
 const named_sql& message_types_batch_sql();
 /// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
 const named_sql& message_types_sql();
+/// seqinbox_store_message (see message_store) in a batch: instance, type, idempotence id, state,
+/// created at, state changed at, with record (0 or 1), cluster, topic, partition, offset, key and
+/// value as hex (NULL for none), traceparent, record time, headers (encode_headers).
+const named_sql& message_store_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -47,6 +48,10 @@ struct claim_deletion {
 struct message_insertion {
     message_record row;
 };
+/// store_message of a row whose outcome is known beforehand (see transaction::store_message).
+struct message_storing {
+    message_record row;
+};
 struct state_change {
     message_id id;
     message_state state;
@@ -60,7 +65,7 @@ struct actions_clearing {
     instance_id instance;
     pending_actions read;
 };
-using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing, actions_clearing>;
+using deferred_write = std::variant<claim_deletion, message_insertion, message_storing, state_change, instance_closing, actions_clearing>;
 
 /// A key or value as hex, or SQL NULL for a null one (kept apart from an empty one).
 void bind_bytes(std::string& hex, soci::indicator& null, const record_bytes& bytes) {
@@ -132,6 +137,23 @@ void queue_write(detail::pipeline& batch, const claim_deletion& w) {
     batch.statement(detail::claim_delete_sql(), {w.key.type, w.key.idempotence_id});
 }
 
+detail::parameter or_null(const std::string& text, soci::indicator null) {
+    return null == soci::i_ok ? detail::parameter(text) : std::nullopt;
+}
+
+// The parameters bind_row and bind_record give message_store, as text.
+void queue_write(detail::pipeline& batch, const message_storing& w) {
+    const message_record& row = w.row;
+    detail::message_columns c;
+    bind_record(c, row.payload.value_or(envelope{}));
+    batch.statement(detail::message_store_sql(),
+                    {std::to_string(row.instance), row.type, row.idempotence_id, std::string(to_string(row.state)),
+                     microseconds_text(row.created_at), microseconds_text(row.state_changed_at), row.payload ? "1" : "0", c.cluster,
+                     c.topic, std::to_string(c.partition), std::to_string(c.offset), or_null(c.key, c.key_null), or_null(c.value, c.value_null),
+                     or_null(c.traceparent, c.traceparent_null), std::to_string(c.record_time),
+                     c.headers});
+}
+
 void queue_write(detail::pipeline& batch, const state_change& w) {
     batch.statement(detail::message_state_update_sql(), {std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
 }
@@ -166,6 +188,7 @@ const char* describe(const deferred_write& w) {
             using W = std::decay_t<decltype(write)>;
             if constexpr (std::is_same_v<W, claim_deletion>) return "deleting a claim";
             else if constexpr (std::is_same_v<W, message_insertion>) return "inserting a sequenced message";
+            else if constexpr (std::is_same_v<W, message_storing>) return "storing a sequenced message";
             else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
             else if constexpr (std::is_same_v<W, actions_clearing>) return "clearing executed operator actions";
             else return "closing a sequence instance";
@@ -298,6 +321,7 @@ public:
 
     void rollback_to(store::savepoint_id point) {
         pending_.clear();  // deferred writes all came after the latest flush, so after `point`
+        unstored_.clear();  // claims after `point` are undone: from now on store_message asks the server
         guarded("rolling back to a savepoint",
                 [&](detail::connection& c) { c.session() << "ROLLBACK TO SAVEPOINT " + savepoint_name(point); });
         aborted_ = false;
@@ -311,7 +335,15 @@ public:
 
     detail::connection* operator->() const { return conn_.operator->(); }
 
-    void claim_won() noexcept { claim_won_ = true; }
+    /// This transaction won the claim of `key`, whose rows it read then: `none` when there were none.
+    void claim_won(const claim_key& key, bool rows_found) {
+        claim_won_ = true;
+        if (!rows_found) unstored_.insert(key);
+    }
+    /// Whether store_message of `key` may be deferred, its outcome known: this transaction holds
+    /// the key's claim and no row of it exists but what this transaction wrote, which is nothing.
+    bool take_unstored(const claim_key& key) { return unstored_.erase(key) == 1; }
+    void claim_deleted(const claim_key& key) { unstored_.erase(key); }
     /// A state step beside this transaction committed without waiting for its WAL flush.
     void step_beside_unflushed() noexcept { steps_beside_unflushed_ = true; }
 
@@ -353,7 +385,13 @@ private:
         other.guarded("flushing the WAL of a state step", run);
     }
 
+    /// The deferred writes in one round trip when they can travel together, else one by one.
     void flush() {
+        if (pending_.empty()) return;
+        if (std::ranges::all_of(pending_, batchable)) {
+            batch("sending deferred writes", [](detail::pipeline&) {});
+            return;
+        }
         auto writes = std::exchange(pending_, {});
         for (const auto& w : writes) send(w);
     }
@@ -388,6 +426,7 @@ private:
     bool steps_beside_unflushed_ = false;
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
+    std::set<claim_key> unstored_;  ///< won claims of keys without rows, none stored since
 };
 
 store::transaction::transaction(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -464,15 +503,16 @@ claim_result store::transaction::claim(const claim_request& request) {
         state.instance_removed(request.instance, e.sqlstate());
     }
     if (answers[claim].affected() != 1) return {};
-    state.claim_won();
     if (answers[lock].rows() != 1) state.instance_removed(request.instance);  // the claim's key-share lock forbids it
-    return {true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+    claim_result won{true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+    state.claim_won(key, !won.rows.empty());
+    return won;
 }
 
 namespace {
 
 /// The parameters of claim_batch_sql, in the order of the requests.
-std::vector<std::string> claim_batch_parameters(std::span<const claim_request> requests) {
+std::vector<detail::parameter> claim_batch_parameters(std::span<const claim_request> requests) {
     std::vector<std::string> types, ids, instances, times;
     for (const auto& r : requests) {
         types.push_back(r.key.type);
@@ -541,7 +581,6 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
         found.locks.try_emplace(instance.id, instance_lock{instance, {}});
     }
     if (found.won.empty()) return std::vector<claim_result>(requests.size());
-    state.claim_won();
     const auto& type_rows = answers[types];
     for (int i = 0; i < type_rows.rows(); ++i)
         if (auto lock = found.locks.find(type_rows.number(i, 0)); lock != found.locks.end())
@@ -554,15 +593,21 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
     std::vector<claim_result> results;
     for (const auto& r : requests) {
         const auto won_on = found.won.find(r.key);
-        if (won_on == found.won.end()) results.emplace_back();
-        else results.push_back({true, found.locks.at(won_on->second), std::move(found.rows[r.key])});
+        if (won_on == found.won.end()) {
+            results.emplace_back();
+            continue;
+        }
+        results.push_back({true, found.locks.at(won_on->second), std::move(found.rows[r.key])});
+        state.claim_won(r.key, !results.back().rows.empty());
     }
     return results;
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
     require_claim_key(key);
-    checked(impl_).defer(claim_deletion{key});
+    auto& state = checked(impl_);
+    state.defer(claim_deletion{key});
+    state.claim_deleted(key);
 }
 
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
@@ -628,9 +673,19 @@ void store::transaction::insert_message(message_record row) {
     checked(impl_).defer(message_insertion{std::move(row)});
 }
 
+// A key this transaction claimed without rows has none until the store: its outcome is known,
+// so the write waits for the next round trip (a batch of deliveries then costs a handful). Only
+// a state step beside a dead claim transaction of the key could commit a row first (see
+// store_message_beside): the function then leaves or updates that row as it would have, and
+// only the outcome said here is wrong, nothing stored.
 stored_as store::transaction::store_message(message_record row) {
     require_storable(row);
-    return checked(impl_).read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
+    auto& state = checked(impl_);
+    if (state.take_unstored(row.key())) {
+        state.defer(message_storing{std::move(row)});
+        return stored_as::inserted;
+    }
+    return state.read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
 void store::transaction::update_message_state(message_id id, message_state state, timestamp now) {
@@ -740,6 +795,63 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
         }
     }
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
+}
+
+namespace {
+
+using instance_key = std::pair<std::string, std::string>;  // sequence, context id
+
+/// The parameters of instance_upsert_batch_sql for `missing`.
+std::vector<detail::parameter> instance_batch_parameters(const std::map<instance_key, const instance_creation*>& missing,
+                                                         bool skip_flush) {
+    std::vector<std::string> names, contexts;
+    std::string created, retained;
+    for (const auto& [key, request] : missing) {
+        names.push_back(key.first);
+        contexts.push_back(key.second);
+        created += (created.empty() ? "" : ",") + microseconds_text(request->created_at);
+        retained += (retained.empty() ? "" : ",") + microseconds_text(request->retain_until);
+    }
+    return {detail::encode_list(names), detail::encode_list(contexts), created, retained, skip_flush ? "1" : "0"};
+}
+
+}  // namespace
+
+std::vector<sequence_instance> store::create_or_get_instances(std::span<const instance_creation> requests) {
+    auto& cache = pool_->instances();
+    std::map<instance_key, sequence_instance> found;
+    std::map<instance_key, const instance_creation*> missing;
+    for (const auto& r : requests) {
+        require_key("sequence name", r.sequence);
+        require_key("context id", r.context_id);
+        instance_key key{r.sequence, r.context_id};
+        if (found.contains(key) || missing.contains(key)) continue;
+        if (auto known = cache.find(r.sequence, r.context_id)) found.emplace(std::move(key), std::move(*known));
+        else missing.emplace(std::move(key), &r);
+    }
+    const bool skip_flush = commit_flush_before_claim(options()) == commit_flush::skip;
+    transaction::impl autocommit(pool_, pool_->acquire());
+    for (int attempt = 0; attempt < 3 && !missing.empty(); ++attempt) {
+        const auto answer = autocommit.guarded("creating sequence instances", [&](detail::connection& c) {
+            auto statements = c.batch();
+            statements.statement(detail::instance_upsert_batch_sql(), instance_batch_parameters(missing, skip_flush));
+            return statements.run().at(0);
+        });
+        for (int i = 0; i < answer.rows(); ++i) {
+            auto instance = instance_row(answer, i);
+            if (answer.number(i, 7) == 1 && skip_flush) pool_->counts().count_unflushed_commit();
+            cache.remember(instance);
+            instance_key key{instance.sequence, instance.context_id};
+            missing.erase(key);
+            found.insert_or_assign(std::move(key), std::move(instance));
+        }
+    }
+    if (!missing.empty())
+        throw error(error_category::retryable, "sequence instance (" + missing.begin()->first.first + ", " +
+                                                   missing.begin()->first.second + ") could not be created or read; retry");
+    std::vector<sequence_instance> results;
+    for (const auto& r : requests) results.push_back(found.at({r.sequence, r.context_id}));
+    return results;
 }
 
 void store::forget_instance(instance_id id) { pool_->instances().forget(id); }

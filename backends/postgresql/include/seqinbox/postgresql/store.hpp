@@ -102,6 +102,10 @@ public:
     /// sure to be current, until the instance is removed; see transaction::claim).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
+    /// create_or_get_instance for many contexts: those the cache does not know in one statement
+    /// (inserted in key order, so that concurrent calls never wait for each other in a cycle),
+    /// one round trip unless a concurrent creation commits meanwhile. Results in request order.
+    std::vector<sequence_instance> create_or_get_instances(std::span<const instance_creation> requests);
     /// Drops the instance from the instance cache (the engine found it to be another context's).
     void forget_instance(instance_id id);
 
