@@ -44,14 +44,18 @@ struct batch_fixture {
         return store.create_or_get_instance("OrderSequence", context_id, now, now + 24h).id;
     }
 
+    static si::message_record row(si::instance_id instance, const std::string& type, const std::string& id, si::message_state state) {
+        si::message_record r;
+        r.instance = instance;
+        r.type = type;
+        r.idempotence_id = id;
+        r.state = state;
+        return r;
+    }
+
     /// A committed row of `type` and `id` in `instance`, as an earlier delivery left it.
     void stored(si::instance_id instance, const std::string& type, const std::string& id, si::message_state state) {
-        si::message_record row;
-        row.instance = instance;
-        row.type = type;
-        row.idempotence_id = id;
-        row.state = state;
-        BOOST_TEST_REQUIRE((store.store_message(row) == si::stored_as::inserted));
+        BOOST_TEST_REQUIRE((store.store_message(row(instance, type, id, state)) == si::stored_as::inserted));
     }
 
     /// Waits until another backend of this database waits for a lock in a statement matching `like`.
@@ -310,12 +314,9 @@ BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_deliveries_costs_two_round_trips) {
     const auto results = tx.claim_batch(requests);
     for (std::size_t i = 0; i < requests.size(); ++i) {
         BOOST_TEST_REQUIRE(results[i].won);
-        si::message_record row;
-        row.instance = requests[i].instance;
-        row.type = requests[i].key.type;
-        row.idempotence_id = requests[i].key.idempotence_id;
-        row.state = si::message_state::processed;
-        BOOST_TEST((tx.store_message(row) == si::stored_as::inserted));
+        const auto& key = requests[i].key;
+        BOOST_TEST((tx.store_message(row(requests[i].instance, key.type, key.idempotence_id, si::message_state::processed)) ==
+                    si::stored_as::inserted));
     }
     for (const auto id : instances) tx.close_instance(id, std::chrono::system_clock::now());
     tx.commit();
@@ -341,13 +342,9 @@ BOOST_AUTO_TEST_CASE(a_deferred_store_keeps_the_whole_record) {
     auto tx = store.begin();
     const std::vector<si::claim_request> requests{request("OrderShipped", "s-1", first)};
     BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
-    si::message_record row;
-    row.instance = first;
-    row.type = "OrderShipped";
-    row.idempotence_id = "s-1";
-    row.state = si::message_state::waiting;
-    row.payload = record;
-    BOOST_TEST((tx.store_message(row) == si::stored_as::inserted));
+    auto waiting_row = row(first, "OrderShipped", "s-1", si::message_state::waiting);
+    waiting_row.payload = record;
+    BOOST_TEST((tx.store_message(waiting_row) == si::stored_as::inserted));
     const std::vector<std::string> types{"OrderShipped"};
     const auto waiting = tx.waiting_messages(first, types);  // reads after the deferred write
     BOOST_TEST_REQUIRE(waiting.size() == 1u);
@@ -373,13 +370,8 @@ BOOST_AUTO_TEST_CASE(a_claimed_key_with_a_failed_row_is_stored_at_once_and_updat
     auto tx = store.begin();
     const std::vector<si::claim_request> requests{request("OrderCreated", "f-1", first)};
     BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
-    si::message_record row;
-    row.instance = first;
-    row.type = "OrderCreated";
-    row.idempotence_id = "f-1";
-    row.state = si::message_state::processed;
     const auto before = store.statistics().round_trips;
-    BOOST_TEST((tx.store_message(row) == si::stored_as::updated));
+    BOOST_TEST((tx.store_message(row(first, "OrderCreated", "f-1", si::message_state::processed)) == si::stored_as::updated));
     BOOST_TEST(store.statistics().round_trips - before == 1u);
     tx.commit();
     soci::session s(soci::postgresql, conninfo);

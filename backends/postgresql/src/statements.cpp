@@ -27,6 +27,12 @@ std::string hex_list_items(std::string_view param) { return "string_to_array(" +
 
 std::string decoded_text(std::string_view item) { return "convert_from(decode(" + std::string(item) + ", 'hex'), 'UTF8')"; }
 
+/// The list parameters $1 to $4 side by side, as the rows of `alias`(columns).
+std::string four_lists_sql(std::string_view alias) {
+    return " FROM unnest(" + hex_list_items("$1") + ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " +
+           hex_list_items("$4") + ") AS " + std::string(alias);
+}
+
 }  // namespace
 
 // Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
@@ -52,9 +58,8 @@ const named_sql& instance_upsert_batch_sql() {
     static const named_sql s = named(
         "instance_upsert_batch",
         "WITH requested AS (SELECT " + decoded_text("n") + " AS name, " + decoded_text("c") +
-            " AS context_id, CAST(a AS bigint) AS created_at, CAST(r AS bigint) AS retain_until FROM unnest(" + hex_list_items("$1") +
-            ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " + hex_list_items("$4") +
-            ") AS x(n, c, a, r)),"
+            " AS context_id, CAST(a AS bigint) AS created_at, CAST(r AS bigint) AS retain_until" + four_lists_sql("x(n, c, a, r)") +
+            "),"
             " existing AS (SELECT " + instance_columns_sql() +
             " FROM sequence_instance WHERE (name, context_id) IN (SELECT name, context_id FROM requested)),"
             " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
@@ -133,9 +138,7 @@ const named_sql& claim_batch_sql() {
     static const named_sql s = named(
         "claim_batch",
         "WITH requested AS (SELECT " + decoded_text("t") + " AS message_type, " + decoded_text("i") +
-            " AS idempotence_id, CAST(n AS bigint) AS instance, CAST(a AS bigint) AS at FROM unnest(" + hex_list_items("$1") +
-            ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " + hex_list_items("$4") +
-            ") AS r(t, i, n, a)),"
+            " AS idempotence_id, CAST(n AS bigint) AS instance, CAST(a AS bigint) AS at" + four_lists_sql("r(t, i, n, a)") + "),"
             " won AS (INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
             " SELECT message_type, idempotence_id, instance, " + sql_timestamp("at") +
             " FROM requested ORDER BY message_type COLLATE \"C\", idempotence_id COLLATE \"C\""
@@ -192,22 +195,20 @@ const named_sql& message_state_update_sql() {
     return s;
 }
 
-waiting_query::waiting_query(soci::session& s)
-    : st(prepared(
-          s,
-          "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
-              sql_microseconds("m.state_changed_at") +
-              ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
-              sql_microseconds("m.record_time") +
-              ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
-              " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
-              " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
-              " FROM sequenced_message m WHERE m.sequence_instance_id = :instance AND m.state = 'WAITING'"
-              " AND m.message_type IN (SELECT convert_from(decode(t, 'hex'), 'UTF8')"
-              " FROM unnest(string_to_array(:types, ',')) AS t) ORDER BY m.id",
-          into(id), into(type), into(idempotence_id), into(created_at), into(state_changed_at), into(cluster, cluster_null),
-          into(topic, topic_null), into(partition, partition_null), into(offset, offset_null), into(key, key_null),
-          into(value, value_null), into(record_time, record_time_null), into(headers), use(instance), use(types))) {}
+const named_sql& waiting_messages_sql() {
+    static const named_sql s = named(
+        "waiting_messages",
+        "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
+            sql_microseconds("m.state_changed_at") +
+            ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
+            sql_microseconds("m.record_time") +
+            ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
+            " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
+            " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
+            " FROM sequenced_message m WHERE m.sequence_instance_id = $1 AND m.state = 'WAITING'"
+            " AND m.message_type IN (SELECT " + decoded_text("t") + " FROM unnest(" + hex_list_items("$2") + ") AS t) ORDER BY m.id");
+    return s;
+}
 
 message_insert::message_insert(soci::session& s)
     : st(prepared(s,

@@ -59,6 +59,10 @@ const named_sql& message_types_sql();
 const named_sql& message_store_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
+/// WAITING rows of an instance (id) with the given types (encode_list), oldest first, with their
+/// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
+/// offset, key and value as hex, record time, headers (encode_headers).
+const named_sql& waiting_messages_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {
@@ -97,19 +101,6 @@ struct instance_upsert {
     int created = 0;  ///< 1 when this statement inserted the row
     soci::statement st;
     explicit instance_upsert(soci::session& s);
-};
-
-/// WAITING rows of an instance with the given types (hex list), with their records.
-struct waiting_query {
-    long long instance = 0;
-    std::string types;
-    long long id = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
-    int partition = 0;
-    std::string type, idempotence_id, cluster, topic, key, value, headers;
-    soci::indicator cluster_null{}, topic_null{}, partition_null{}, offset_null{}, key_null{}, value_null{},
-        record_time_null{};
-    soci::statement st;
-    explicit waiting_query(soci::session& s);
 };
 
 /// A row without record (processed or failed on the direct path).

@@ -641,31 +641,37 @@ types_by_state store::transaction::message_types(instance_id instance) {
 
 namespace {
 
-message_record waiting_row(const detail::waiting_query& s, instance_id instance) {
+/// A row of waiting_messages_sql, with its record.
+message_record waiting_row(const detail::result& r, int row, instance_id instance) {
+    const auto set = [&](int column, auto& field, auto convert) {
+        if (!r.null(row, column)) field = convert(r.text(row, column));
+    };
+    const auto text = [](std::string t) { return t; };
+    const auto number = [&](int column) { return r.number(row, column); };
     envelope record;
-    if (s.key_null == soci::i_ok) record.key = detail::from_hex(s.key);
-    if (s.value_null == soci::i_ok) record.value = detail::from_hex(s.value);
-    record.headers = detail::decode_headers(s.headers);
-    if (s.topic_null == soci::i_ok) record.topic = s.topic;
-    if (s.partition_null == soci::i_ok) record.partition = s.partition;
-    if (s.offset_null == soci::i_ok) record.offset = s.offset;
-    if (s.record_time_null == soci::i_ok) record.time = from_microseconds(s.record_time);
-    if (s.cluster_null == soci::i_ok) record.cluster = s.cluster;
-    return {s.id,         instance, s.type, s.idempotence_id, message_state::waiting, from_microseconds(s.created_at),
-            from_microseconds(s.state_changed_at), std::move(record)};
+    set(5, record.cluster, text);
+    set(6, record.topic, text);
+    if (!r.null(row, 7)) record.partition = static_cast<std::int32_t>(number(7));
+    if (!r.null(row, 8)) record.offset = number(8);
+    set(9, record.key, [](const std::string& hex) { return detail::from_hex(hex); });
+    set(10, record.value, [](const std::string& hex) { return detail::from_hex(hex); });
+    if (!r.null(row, 11)) record.time = from_microseconds(number(11));
+    record.headers = detail::decode_headers(r.text(row, 12));
+    return {number(0), instance, r.text(row, 1), r.text(row, 2), message_state::waiting, from_microseconds(number(3)),
+            from_microseconds(number(4)), std::move(record)};
 }
 
 }  // namespace
 
+// With the deferred writes in one round trip: a release pass reads what the batch buffered.
 std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
-    return checked(impl_).read("reading waiting messages", [&](detail::connection& c) {
-        auto& s = c.statement<detail::waiting_query>();
-        s.instance = instance;
-        s.types = detail::encode_list(types);
-        std::vector<message_record> rows;
-        for_each_row(s.st, [&] { rows.push_back(waiting_row(s, instance)); });
-        return rows;
+    std::size_t rows = 0;
+    const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
+        rows = batch.statement(detail::waiting_messages_sql(), {std::to_string(instance), detail::encode_list(types)});
     });
+    std::vector<message_record> found;
+    for (int i = 0; i < answers[rows].rows(); ++i) found.push_back(waiting_row(answers[rows], i, instance));
+    return found;
 }
 
 void store::transaction::insert_message(message_record row) {

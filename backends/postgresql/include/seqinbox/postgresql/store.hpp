@@ -15,7 +15,9 @@
 // which never hides a failure. Statements that follow each other share a round trip (libpq
 // pipeline mode), each still run on its own: deferred writes, BEGIN, the claim, the instance lock
 // (only when the claim was won), the read of the claimed key's rows and of the instance's
-// message types; the instance lock and the read of its types; deferred writes and COMMIT.
+// message types; the instance lock and the read of its types; deferred writes and COMMIT. A
+// store_message of a key the transaction claimed without rows is deferred too: its outcome is
+// known (see transaction::store_message).
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor libpq.
@@ -194,10 +196,14 @@ public:
     instance_lock lock_instance(instance_id instance);
     /// The instance's types as lock_instance reads them, without the lock (housekeeping).
     types_by_state message_types(instance_id instance);
+    /// One round trip, with the deferred writes.
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
+    /// Deferred, answering `inserted`, for a key this transaction claimed and found without rows
+    /// (and stored nothing of since): only a state step beside a dead claim transaction of the
+    /// key could store a row meanwhile, and the function then keeps or updates that row as ever.
     stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
     void close_instance(instance_id instance, timestamp now);
