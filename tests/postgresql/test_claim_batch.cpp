@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(results_come_in_request_order_and_a_committed_claim_loses) 
         earlier.commit();
     }
     const std::vector<si::claim_request> requests{request("OrderCreated", "c", second), request("OrderCreated", "b", first),
-                                                  request("OrderCreated", "a", first)};
+                                                  request("OrderCreated", "a \"quoted\" \\ {key}, too", first)};
     auto tx = store.begin();
     const auto results = tx.claim_batch(requests);
     BOOST_TEST_REQUIRE(results.size() == 3u);
@@ -128,9 +128,11 @@ BOOST_AUTO_TEST_CASE(results_come_in_request_order_and_a_committed_claim_loses) 
     BOOST_TEST(results[2].won);
     BOOST_TEST(results[2].locked.row.id == first);
     BOOST_TEST(results[2].locked.row.sequence == "OrderSequence");
+    BOOST_TEST(tx.find_messages(requests[2].key).empty());
     tx.commit();
     soci::session s(soci::postgresql, conninfo);
     BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 3);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence WHERE idempotence_id = 'a \"quoted\" \\ {key}, too'") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(won_claims_read_their_rows_and_their_instances_types_under_the_lock) {

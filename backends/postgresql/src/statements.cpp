@@ -22,15 +22,10 @@ std::string skip_flush_source_sql(std::string_view param = ":skip_flush") {
            " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting";
 }
 
-/// The text of a hex list parameter (encode_list) as a column of an unnest().
-std::string hex_list_items(std::string_view param) { return "string_to_array(" + std::string(param) + ", ',')"; }
-
-std::string decoded_text(std::string_view item) { return "convert_from(decode(" + std::string(item) + ", 'hex'), 'UTF8')"; }
-
-/// The list parameters $1 to $4 side by side, as the rows of `alias`(columns).
-std::string four_lists_sql(std::string_view alias) {
-    return " FROM unnest(" + hex_list_items("$1") + ", " + hex_list_items("$2") + ", " + hex_list_items("$3") + ", " +
-           hex_list_items("$4") + ") AS " + std::string(alias);
+/// The array parameters $1, $2 (text[]) and $3, $4 (bigint[]) side by side, as the rows of
+/// `alias`(columns).
+std::string four_arrays_sql(std::string_view alias) {
+    return " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[]), CAST($3 AS bigint[]), CAST($4 AS bigint[])) AS " + std::string(alias);
 }
 
 }  // namespace
@@ -57,9 +52,7 @@ instance_upsert::instance_upsert(soci::session& s)
 const named_sql& instance_upsert_batch_sql() {
     static const named_sql s = named(
         "instance_upsert_batch",
-        "WITH requested AS (SELECT " + decoded_text("n") + " AS name, " + decoded_text("c") +
-            " AS context_id, CAST(a AS bigint) AS created_at, CAST(r AS bigint) AS retain_until" + four_lists_sql("x(n, c, a, r)") +
-            "),"
+        "WITH requested AS (SELECT *" + four_arrays_sql("x(name, context_id, created_at, retain_until)") + "),"
             " existing AS (SELECT " + instance_columns_sql() +
             " FROM sequence_instance WHERE (name, context_id) IN (SELECT name, context_id FROM requested)),"
             " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
@@ -137,8 +130,7 @@ const named_sql& instance_lock_if_claimed_sql() {
 const named_sql& claim_batch_sql() {
     static const named_sql s = named(
         "claim_batch",
-        "WITH requested AS (SELECT " + decoded_text("t") + " AS message_type, " + decoded_text("i") +
-            " AS idempotence_id, CAST(n AS bigint) AS instance, CAST(a AS bigint) AS at" + four_lists_sql("r(t, i, n, a)") + "),"
+        "WITH requested AS (SELECT *" + four_arrays_sql("r(message_type, idempotence_id, instance, at)") + "),"
             " won AS (INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
             " SELECT message_type, idempotence_id, instance, " + sql_timestamp("at") +
             " FROM requested ORDER BY message_type COLLATE \"C\", idempotence_id COLLATE \"C\""
@@ -153,17 +145,16 @@ const named_sql& message_find_batch_sql() {
     static const named_sql s = named(
         "message_find_batch",
         "SELECT m.message_type, m.idempotence_id, m.id, m.sequence_instance_id, m.state, " + sql_microseconds("m.created_at") +
-            ", " + sql_microseconds("m.state_changed_at") + " FROM sequenced_message m JOIN (SELECT " + decoded_text("t") +
-            " AS message_type, " + decoded_text("i") + " AS idempotence_id FROM unnest(" + hex_list_items("$1") + ", " +
-            hex_list_items("$2") + ") AS r(t, i)) k ON m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id"
-            " ORDER BY m.id");
+            ", " + sql_microseconds("m.state_changed_at") +
+            " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(message_type, idempotence_id) JOIN sequenced_message m"
+            " ON m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id ORDER BY m.id");
     return s;
 }
 
 const named_sql& message_types_batch_sql() {
     static const named_sql s = named("message_types_batch",
                                      "SELECT sequence_instance_id, message_type, state FROM sequenced_message"
-                                     " WHERE sequence_instance_id = ANY (CAST(string_to_array($1, ',') AS bigint[]))"
+                                     " WHERE sequence_instance_id = ANY (CAST($1 AS bigint[]))"
                                      " AND state IN ('PROCESSED', 'WAITING') GROUP BY sequence_instance_id, message_type, state");
     return s;
 }
@@ -206,7 +197,7 @@ const named_sql& waiting_messages_sql() {
             " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
             " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
             " FROM sequenced_message m WHERE m.sequence_instance_id = $1 AND m.state = 'WAITING'"
-            " AND m.message_type IN (SELECT " + decoded_text("t") + " FROM unnest(" + hex_list_items("$2") + ") AS t) ORDER BY m.id");
+            " AND m.message_type = ANY (CAST($2 AS text[])) ORDER BY m.id");
     return s;
 }
 

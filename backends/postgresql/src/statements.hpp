@@ -38,18 +38,18 @@ const named_sql& instance_lock_sql();
 /// instance_lock_sql (id) when this transaction inserted the claim (type, idempotence id), else
 /// no row and no lock.
 const named_sql& instance_lock_if_claimed_sql();
-/// instance_upsert for many (names, context ids: encode_list; created at, retain until: comma
-/// lists; skip flush 0 or 1): instance columns, then 1 when inserted. Missing pairs: ask again.
+/// instance_upsert for many (names, context ids, created at, retain until: array_literal; skip
+/// flush 0 or 1): instance columns, then 1 when inserted. Missing pairs: ask again.
 const named_sql& instance_upsert_batch_sql();
-/// The claims of a batch (types, idempotence ids: encode_list; instances, times: comma lists), in
+/// The claims of a batch (types, idempotence ids, instances, times: array_literal), in
 /// key order, then the instances of the won ones FOR NO KEY UPDATE in id order: per won claim,
 /// its type, idempotence id and instance columns as instance_columns_sql() (NULL when the
 /// instance was not locked).
 const named_sql& claim_batch_sql();
-/// message_find_sql for many keys (types, idempotence ids: encode_list): type, idempotence id,
+/// message_find_sql for many keys (types, idempotence ids: array_literal): type, idempotence id,
 /// then the columns of message_find_sql; by id.
 const named_sql& message_find_batch_sql();
-/// message_types_sql for many instances (a comma list): instance id, type, state.
+/// message_types_sql for many instances (array_literal): instance id, type, state.
 const named_sql& message_types_batch_sql();
 /// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
 const named_sql& message_types_sql();
@@ -59,7 +59,7 @@ const named_sql& message_types_sql();
 const named_sql& message_store_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
-/// WAITING rows of an instance (id) with the given types (encode_list), oldest first, with their
+/// WAITING rows of an instance (id) with the given types (array_literal), oldest first, with their
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
 /// offset, key and value as hex, record time, headers (encode_headers).
 const named_sql& waiting_messages_sql();

@@ -520,12 +520,7 @@ std::vector<detail::parameter> claim_batch_parameters(std::span<const claim_requ
         instances.push_back(std::to_string(r.instance));
         times.push_back(microseconds_text(r.now));
     }
-    const auto comma_list = [](const std::vector<std::string>& items) {
-        std::string text;
-        for (const auto& item : items) text += (text.empty() ? "" : ",") + item;
-        return text;
-    };
-    return {detail::encode_list(types), detail::encode_list(ids), comma_list(instances), comma_list(times)};
+    return {detail::array_literal(types), detail::array_literal(ids), detail::array_literal(instances), detail::array_literal(times)};
 }
 
 /// The keys of a batch must be distinct (a second claim of a key in one statement would win too).
@@ -667,7 +662,7 @@ message_record waiting_row(const detail::result& r, int row, instance_id instanc
 std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
     std::size_t rows = 0;
     const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
-        rows = batch.statement(detail::waiting_messages_sql(), {std::to_string(instance), detail::encode_list(types)});
+        rows = batch.statement(detail::waiting_messages_sql(), {std::to_string(instance), detail::array_literal(types)});
     });
     std::vector<message_record> found;
     for (int i = 0; i < answers[rows].rows(); ++i) found.push_back(waiting_row(answers[rows], i, instance));
@@ -810,15 +805,15 @@ using instance_key = std::pair<std::string, std::string>;  // sequence, context 
 /// The parameters of instance_upsert_batch_sql for `missing`.
 std::vector<detail::parameter> instance_batch_parameters(const std::map<instance_key, const instance_creation*>& missing,
                                                          bool skip_flush) {
-    std::vector<std::string> names, contexts;
-    std::string created, retained;
+    std::vector<std::string> names, contexts, created, retained;
     for (const auto& [key, request] : missing) {
         names.push_back(key.first);
         contexts.push_back(key.second);
-        created += (created.empty() ? "" : ",") + microseconds_text(request->created_at);
-        retained += (retained.empty() ? "" : ",") + microseconds_text(request->retain_until);
+        created.push_back(microseconds_text(request->created_at));
+        retained.push_back(microseconds_text(request->retain_until));
     }
-    return {detail::encode_list(names), detail::encode_list(contexts), created, retained, skip_flush ? "1" : "0"};
+    return {detail::array_literal(names), detail::array_literal(contexts), detail::array_literal(created), detail::array_literal(retained),
+            skip_flush ? "1" : "0"};
 }
 
 }  // namespace
