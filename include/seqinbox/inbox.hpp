@@ -508,13 +508,10 @@ private:
     /// the first round takes claims and locks in a fixed order. False: start the batch again.
     bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
         const timestamp now = clock_.now();
-        for (auto& item : items) {
-            item.instance = instance_of(item.d, now);
-            item.claim.reset();
-        }
         std::map<instance_id, locked_instance> locked;
         std::vector<batch_item*> pending;
         for (auto& item : items) pending.push_back(&item);
+        resolve_instances(pending, now);
         for (bool first = true; !pending.empty(); first = false) {
             const auto round = unclaimed_first_of_each_key(pending);
             if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
@@ -536,9 +533,24 @@ private:
         return true;
     }
 
-    instance_id instance_of(const delivery& d, timestamp now) {
-        const auto& seq = *d.type->sequence;
-        return store_->create_or_get_instance(seq.name, d.context_id, now, now + seq.retention).id;
+    /// Every item's instance, unclaimed: in one call when the store can create many at once.
+    void resolve_instances(const std::vector<batch_item*>& items, timestamp now) {
+        auto creation = [&](const batch_item& item) {
+            const auto& seq = *item.d.type->sequence;
+            return instance_creation{seq.name, item.d.context_id, now, now + seq.retention};
+        };
+        for (batch_item* item : items) item->claim.reset();
+        if constexpr (requires(std::span<const instance_creation> many) { store_->create_or_get_instances(many); }) {
+            std::vector<instance_creation> creations;
+            for (const batch_item* item : items) creations.push_back(creation(*item));
+            const auto rows = store_->create_or_get_instances(std::span<const instance_creation>(creations));
+            for (std::size_t k = 0; k < items.size(); ++k) items[k]->instance = rows[k].id;
+        } else {
+            for (batch_item* item : items) {
+                const auto c = creation(*item);
+                item->instance = store_->create_or_get_instance(c.sequence, c.context_id, c.created_at, c.retain_until).id;
+            }
+        }
     }
 
     /// A later round's claims come after listeners ran: when an instance was removed meanwhile
@@ -551,7 +563,7 @@ private:
                 auto point = s.t1.savepoint();
                 if (claim_round(s, round, now, attempt)) return true;
                 s.t1.rollback_to(point);
-                for (batch_item* item : round) item->instance = instance_of(item->d, now);
+                resolve_instances(round, now);
             }
         } else {
             return claim_round(s, round, now, max_claim_attempts);

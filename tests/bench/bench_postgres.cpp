@@ -2,7 +2,7 @@
 // the minimal SQL of one delivery (claim insert + sequenced-message insert + commit) on the same
 // server in the same run, and the SQL round trips one delivery costs.
 //
-//   bench_postgres --conninfo CONNINFO [--seconds N | --deliveries N] [--rounds N] [--quick]
+//   bench_postgres --conninfo CONNINFO [--seconds N | --deliveries N] [--rounds N] [--preload N] [--quick]
 //   bench_postgres --throwaway-server [--fast-commits] [...]
 //       starts a throwaway PostgreSQL 15 (tests/postgresql) with PostgreSQL's durable defaults:
 //       fsync and synchronous_commit on, so that a commit costs what it costs in production (the
@@ -13,6 +13,13 @@
 // Figures are medians over the rounds; inbox_vs_pgbench_N is the median of the per-round ratios,
 // so that both sides of a ratio ran under the same load. --quick is one round of 60 deliveries,
 // for the CTest smoke run.
+// Batches (deliver_batch, batch_size records of whole contexts): deliveries_per_s_batch_N with N
+// threads, against pgbench running the batched SQL by hand (one unnest claim insert of
+// batch_size keys, one unnest insert of as many rows, commit) at N clients: its rows/s is
+// pgbench_batch_rows_per_s_N. The batch workload: every other context in reverse declared order
+// (buffered, then released within the batch), every fifth message sent twice (a duplicate to
+// skip). --preload N first stores N claims and N PROCESSED messages of another sequence, so that
+// the figures can be compared with an empty database's.
 // Besides the figures it prints, per delivery and per store call, the round trips (rt_<call>)
 // and microseconds (us_<call>) of a one-thread run: t1_ is the claim transaction, t2_ the
 // requires_new transaction that stores the PROCESSED row.
@@ -99,11 +106,14 @@ struct options {
     std::size_t seconds = 3;     ///< per measured run, unless `deliveries` is set
     std::size_t deliveries = 0;  ///< per measured run; 0: run for `seconds`
     std::size_t rounds = 5;      ///< measured runs per figure; figures are medians
+    std::size_t preload = 0;     ///< claims and messages stored before the runs
 };
+
+constexpr std::size_t batch_size = 100;
 
 constexpr const char* usage =
     "usage: bench_postgres (--conninfo CONNINFO | --throwaway-server [--fast-commits]) [--seconds N | --deliveries N]"
-    " [--rounds N] [--quick]\n";
+    " [--rounds N] [--preload N] [--quick]\n";
 
 std::size_t positive_number(std::string_view flag, std::string_view text) {
     std::size_t n = 0;
@@ -126,6 +136,8 @@ options parse_options(int argc, char** argv) {
             o.deliveries = positive_number(arg, argv[++i]);
         else if (arg == "--rounds" && has_value)
             o.rounds = positive_number(arg, argv[++i]);
+        else if (arg == "--preload" && has_value)
+            o.preload = positive_number(arg, argv[++i]);
         else if (arg == "--quick")
             o.quick = true;
         else if (arg == "--throwaway-server")
@@ -389,8 +401,10 @@ struct tally {
     std::size_t deliveries = 0;
     std::size_t not_processed = 0;
     std::size_t listener_calls = 0;
+    std::size_t duplicates = 0;  ///< deliveries of a message delivered before (skipped)
 
     tally& operator+=(const tally& t) {
+        duplicates += t.duplicates;
         contexts += t.contexts;
         deliveries += t.deliveries;
         not_processed += t.not_processed;
@@ -402,6 +416,7 @@ struct tally {
         a.deliveries -= b.deliveries;
         a.not_processed -= b.not_processed;
         a.listener_calls -= b.listener_calls;
+        a.duplicates -= b.duplicates;
         return a;
     }
 };
@@ -430,6 +445,24 @@ public:
         }
     }
 
+    /// One batch of at least batch_size records of fresh contexts (the batch workload above).
+    void deliver_next_batch() {
+        std::vector<seqinbox::envelope> records;
+        std::size_t fresh = 0;
+        while (records.size() < batch_size) {
+            const std::size_t index = done_.contexts++;
+            const std::string context = prefix_ + "-" + std::to_string(index);
+            for (std::size_t i = 0; i < chain_types.size(); ++i) {
+                const auto& type = chain_types[index % 2 == 0 ? i : chain_types.size() - 1 - i];
+                records.push_back(seqinbox::testing::record(type, context + "-" + type, context));
+                if (++fresh % 5 == 0) records.push_back(records.back());
+            }
+        }
+        inbox_.deliver_batch(std::span<const seqinbox::envelope>(records));
+        done_.deliveries += fresh;
+        done_.duplicates += records.size() - fresh;
+    }
+
     const tally& done() const noexcept { return done_; }
     std::size_t error_sink_size() const { return sink_.size(); }
 
@@ -456,7 +489,8 @@ struct run_result {
     double seconds = 0;
     std::uint64_t round_trips = 0;
 
-    double deliveries_per_s() const { return static_cast<double>(done.deliveries) / seconds; }
+    /// Duplicates count: the inbox decides them too.
+    double deliveries_per_s() const { return static_cast<double>(done.deliveries + done.duplicates) / seconds; }
 };
 
 template <class Store>
@@ -477,16 +511,25 @@ tally total_of(const workers<Store>& w) {
     return t;
 }
 
+/// How a worker delivers: context by context, or batch by batch.
+enum class unit { context, batch };
+
+template <class Store>
+void deliver_next(worker<Store>& w, unit u) {
+    if (u == unit::batch) w.deliver_next_batch();
+    else w.deliver_next_context();
+}
+
 /// Runs every worker on a thread of its own until `stop`; rethrows the first failure.
 template <class Store>
-void run_until(workers<Store>& w, const stop_rule& stop) {
+void run_until(workers<Store>& w, const stop_rule& stop, unit u = unit::context) {
     std::vector<std::exception_ptr> failures(w.size());
     std::vector<std::jthread> threads;
     for (std::size_t i = 0; i < w.size(); ++i)
         threads.emplace_back([&, i] {
             try {
                 const std::size_t start = w[i]->done().contexts;
-                while (!stop.reached(w[i]->done().contexts - start)) w[i]->deliver_next_context();
+                while (!stop.reached(w[i]->done().contexts - start)) deliver_next(*w[i], u);
             } catch (...) {
                 failures[i] = std::current_exception();
             }
@@ -508,13 +551,13 @@ constexpr std::size_t warmup_contexts = 20;  // per worker: connections opened, 
 /// Warms the workers up, then measures `threads` of them delivering until the stop rule.
 /// `total` accumulates everything delivered, warm-up included, for the final verification.
 run_result measure_inbox(pg::store& store, std::size_t threads, const std::string& run_name, const options& o,
-                         tally& total) {
+                         tally& total, unit u = unit::context) {
     auto w = make_workers(store, threads, run_name);
-    run_until(w, stop_rule{std::nullopt, warmup_contexts});
+    run_until(w, stop_rule{std::nullopt, warmup_contexts}, u);
     const tally before = total_of(w);
     const std::uint64_t round_trips_before = store.statistics().round_trips;
     const auto started = clock_type::now();
-    run_until(w, stop_after(o, threads));
+    run_until(w, stop_after(o, threads), u);
     run_result r;
     r.seconds = seconds_since(started);
     r.round_trips = store.statistics().round_trips - round_trips_before;
@@ -561,7 +604,7 @@ void require_all_processed(const run_result& r, const std::string& run_name) {
 
 const std::string pgbench_sequence = "PgbenchSequence";
 const std::string pgbench_type = "PgbenchType";
-constexpr int pgbench_instances = 1000;
+constexpr int pgbench_instances_count = 1000;
 
 std::string shell_quote(const std::string& s) {
     std::string out = "'";
@@ -576,18 +619,33 @@ std::string pgbench_program() {
     return std::filesystem::exists(debian) ? debian.string() : "pgbench";
 }
 
-/// The pgbench script of one delivery's minimal SQL, in a temporary file removed by the destructor.
-/// Claims reference instances created beforehand (ids first..last); ids are random per transaction.
+/// The instances the claims of the pgbench scripts reference (ids first..last).
+struct pgbench_instances {
+    long long first = 0;
+    long long last = 0;
+};
+
+pgbench_instances create_pgbench_instances(soci::session& db) {
+    db << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+          " SELECT :name, 'ctx' || g, 'OPEN', now(), now() + interval '1 day'"
+          " FROM generate_series(1, " + std::to_string(pgbench_instances_count) + ") AS g",
+        soci::use(pgbench_sequence);
+    pgbench_instances ids;
+    db << "SELECT min(id), max(id) FROM sequence_instance WHERE name = :name", soci::use(pgbench_sequence),
+        soci::into(ids.first), soci::into(ids.last);
+    return ids;
+}
+
+/// A pgbench script in a temporary file removed by the destructor. Its claims reference a random
+/// instance per transaction; its ids are random per transaction.
 class pgbench_script {
 public:
-    explicit pgbench_script(soci::session& db) : path_(unique_path()) {
-        db << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
-              " SELECT :name, 'ctx' || g, 'OPEN', now(), now() + interval '1 day'"
-              " FROM generate_series(1, " + std::to_string(pgbench_instances) + ") AS g",
-            soci::use(pgbench_sequence);
-        db << "SELECT min(id), max(id) FROM sequence_instance WHERE name = :name", soci::use(pgbench_sequence),
-            soci::into(first_), soci::into(last_);
-        std::ofstream(path_) << text();
+    pgbench_script(const pgbench_instances& instances, const std::string& name, const std::string& sql)
+        : path_(std::filesystem::temp_directory_path() / ("seqinbox-bench-" + std::to_string(::getpid()) + "-" + name + ".sql")),
+          instances_(instances) {
+        std::ofstream(path_) << "\\set instance random(:first_instance, :last_instance)\n"
+                                "\\set n random(1, 9223372036854775806)\n"
+                                "BEGIN;\n" << sql << "END;\n";
     }
 
     pgbench_script(const pgbench_script&) = delete;
@@ -600,33 +658,35 @@ public:
 
     /// The pgbench arguments that run this script.
     std::string arguments() const {
-        return "-f " + shell_quote(path_.string()) + " -D first_instance=" + std::to_string(first_) +
-               " -D last_instance=" + std::to_string(last_);
+        return "-f " + shell_quote(path_.string()) + " -D first_instance=" + std::to_string(instances_.first) +
+               " -D last_instance=" + std::to_string(instances_.last);
     }
 
 private:
-    static std::filesystem::path unique_path() {
-        return std::filesystem::temp_directory_path() /
-               ("seqinbox-bench-" + std::to_string(::getpid()) + "-pgbench.sql");
-    }
-
-    static std::string text() {
-        const std::string id = "CAST(:client_id AS text) || '-' || CAST(:n AS text)";
-        return "\\set instance random(:first_instance, :last_instance)\n"
-               "\\set n random(1, 9223372036854775806)\n"
-               "BEGIN;\n"
-               "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
-               " VALUES ('" + pgbench_type + "', " + id + ", :instance, now())"
-               " ON CONFLICT (message_type, idempotence_id) DO NOTHING;\n"
-               "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
-               " state_changed_at) VALUES (:instance, '" + pgbench_type + "', " + id + ", 'PROCESSED', now(), now());\n"
-               "END;\n";
-    }
-
     std::filesystem::path path_;
-    long long first_ = 0;
-    long long last_ = 0;
+    pgbench_instances instances_;
 };
+
+/// One delivery's minimal SQL: its claim and its PROCESSED row.
+std::string single_delivery_sql() {
+    const std::string id = "CAST(:client_id AS text) || '-' || CAST(:n AS text)";
+    return "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+           " VALUES ('" + pgbench_type + "', " + id + ", :instance, now())"
+           " ON CONFLICT (message_type, idempotence_id) DO NOTHING;\n"
+           "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
+           " state_changed_at) VALUES (:instance, '" + pgbench_type + "', " + id + ", 'PROCESSED', now(), now());\n";
+}
+
+/// A batch's minimal SQL by hand: batch_size claims in one unnest insert, as many rows in another.
+std::string batch_sql() {
+    const std::string ids = "unnest(ARRAY(SELECT CAST(:client_id AS text) || '-' || CAST(:n AS text) || '-' || CAST(g AS text)"
+                            " FROM generate_series(1, " + std::to_string(batch_size) + ") AS g)) AS k";
+    return "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+           " SELECT '" + pgbench_type + "', k, :instance, now() FROM " + ids +
+           " ORDER BY k ON CONFLICT (message_type, idempotence_id) DO NOTHING;\n"
+           "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
+           " state_changed_at) SELECT :instance, '" + pgbench_type + "', k, 'PROCESSED', now(), now() FROM " + ids + ";\n";
+}
 
 std::string run_command(const std::string& command) {
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
@@ -648,19 +708,20 @@ double number_after(const std::string& output, const std::string& label) {
     return std::stod(output.substr(start, end - start));
 }
 
-/// Transactions per second of pgbench with `clients` clients (as many threads) on the script.
+/// Deliveries per second of pgbench with `clients` clients (as many threads) on the script, each
+/// of its transactions standing for `per_transaction` deliveries.
 double measure_pgbench(const scratch_database& db, const pgbench_script& script, std::size_t clients,
-                       const options& o) {
+                       std::size_t per_transaction, const options& o) {
     const std::string n = std::to_string(clients);
-    const std::string length = o.deliveries == 0 ? "-T " + std::to_string(o.seconds)
-                                                 : "-t " + std::to_string((o.deliveries + clients - 1) / clients);
+    const std::size_t transactions = (o.deliveries + clients * per_transaction - 1) / (clients * per_transaction);
+    const std::string length = o.deliveries == 0 ? "-T " + std::to_string(o.seconds) : "-t " + std::to_string(transactions);
     if (const auto password = password_of(db.admin_conninfo())) ::setenv("PGPASSWORD", password->c_str(), 1);
     const std::string output = run_command(shell_quote(pgbench_program()) + " -n -M prepared " + script.arguments() +
                                            " -c " + n + " -j " + n + " " + length + " " +
                                            shell_quote(db.conninfo(false)) + " 2>&1");
     if (output.find("number of failed transactions") != std::string::npos)
         require(number_after(output, "number of failed transactions:") == 0, "pgbench transactions failed:\n" + output);
-    return number_after(output, "tps =");
+    return number_after(output, "tps =") * static_cast<double>(per_transaction);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -717,32 +778,62 @@ double median(std::vector<double> values) {
     return values.size() % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
+/// What compare measures: the inbox delivering by `how` against pgbench running `script`, whose
+/// transactions each stand for `per_transaction` deliveries; figures named after `names`.
+struct comparison {
+    unit how;
+    const pgbench_script& script;
+    std::size_t per_transaction;
+    std::string inbox_rate, pgbench_rate, ratio;
+};
+
+struct compared {
+    double deliveries_per_s = 0;  ///< median
+    double round_trips_per_delivery = 0;
+};
+
 /// `o.rounds` rounds of the inbox with `threads` threads, each followed by pgbench with as many
-/// clients. Prints the medians of both rates and of their per-round ratio; returns the round
-/// trips per delivery over all rounds.
-double compare(pg::store& store, const scratch_database& db, const pgbench_script& script, std::size_t threads,
-               const options& o, tally& total) {
-    const std::string suffix = std::to_string(threads);
+/// clients. Prints the medians of both rates and of their per-round ratio.
+compared compare(pg::store& store, const scratch_database& db, const comparison& c, std::size_t threads, const options& o,
+                 tally& total) {
+    const std::string suffix = "_" + std::to_string(threads);
     std::vector<double> inbox_rates, pgbench_rates, ratios;
     tally delivered;
     std::uint64_t round_trips = 0;
     for (std::size_t round = 0; round < o.rounds; ++round) {
-        const std::string name = "run" + suffix + "r" + std::to_string(round);
-        const run_result inbox = measure_inbox(store, threads, name, o, total);
+        const std::string name = c.inbox_rate + suffix + "r" + std::to_string(round);
+        const run_result inbox = measure_inbox(store, threads, name, o, total, c.how);
         require_all_processed(inbox, name);
         delivered += inbox.done;
         round_trips += inbox.round_trips;
         inbox_rates.push_back(inbox.deliveries_per_s());
-        pgbench_rates.push_back(measure_pgbench(db, script, threads, o));
+        pgbench_rates.push_back(measure_pgbench(db, c.script, threads, c.per_transaction, o));
         ratios.push_back(inbox_rates.back() / pgbench_rates.back());
     }
-    print("deliveries_" + suffix, static_cast<double>(delivered.deliveries));
-    print("deliveries_per_s_" + suffix, median(inbox_rates));
-    print("pgbench_tps_" + suffix, median(pgbench_rates));
-    print("inbox_vs_pgbench_" + suffix, median(ratios));
-    print("inbox_vs_pgbench_min_" + suffix, std::ranges::min(ratios));
-    print("inbox_vs_pgbench_max_" + suffix, std::ranges::max(ratios));
-    return static_cast<double>(round_trips) / static_cast<double>(delivered.deliveries);
+    print("deliveries" + std::string(c.how == unit::batch ? "_batch" : "") + suffix, static_cast<double>(delivered.deliveries));
+    print(c.inbox_rate + suffix, median(inbox_rates));
+    print(c.pgbench_rate + suffix, median(pgbench_rates));
+    print(c.ratio + suffix, median(ratios));
+    print(c.ratio + "_min" + suffix, std::ranges::min(ratios));
+    print(c.ratio + "_max" + suffix, std::ranges::max(ratios));
+    return {median(inbox_rates), static_cast<double>(round_trips) / static_cast<double>(delivered.deliveries + delivered.duplicates)};
+}
+
+/// `n` claims and PROCESSED messages of another sequence, three per CLOSED instance, as a
+/// database in service for a while holds them.
+void preload(soci::session& db, std::size_t n) {
+    const std::string count = std::to_string(n);
+    db << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
+          " SELECT 'PreloadSequence', 'p-' || g, 'CLOSED', now(), now() + interval '1 day', now()"
+          " FROM generate_series(0, (" + count + " - 1) / 3) AS g";
+    db << "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+          " SELECT 'PreloadType', 'p-' || g, i.id, now() FROM generate_series(0, " + count + " - 1) AS g"
+          " JOIN sequence_instance i ON i.name = 'PreloadSequence' AND i.context_id = 'p-' || (g / 3)";
+    db << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)"
+          " SELECT sequence_instance_id, message_type, idempotence_id, 'PROCESSED', now(), now() FROM sequential_inbox_idempotence"
+          " WHERE message_type = 'PreloadType'";
+    db << "ANALYZE";
+    print("preloaded", static_cast<double>(n));
 }
 
 /// The settings that decide what a commit costs, as `server_<name> on|off` (1 or 0).
@@ -762,15 +853,25 @@ void run(const options& o) {
     pg::migrate(db.conninfo());
     soci::session session(soci::postgresql, db.conninfo());
     print_server_settings(session);
-    const pgbench_script script(session);
+    if (o.preload > 0) preload(session, o.preload);
+    const auto instances = create_pgbench_instances(session);
+    const pgbench_script single(instances, "single", single_delivery_sql());
+    const pgbench_script batched(instances, "batch", batch_sql());
+    const comparison one_by_one{unit::context, single, 1, "deliveries_per_s", "pgbench_tps", "inbox_vs_pgbench"};
+    const comparison batches{unit::batch, batched, batch_size, "deliveries_per_s_batch", "pgbench_batch_rows_per_s", "batch_vs_pgbench"};
     tally total;
     {
         pg::store store(store_options_for(db));
         print("rounds", static_cast<double>(o.rounds));
-        print("round_trips_per_delivery", compare(store, db, script, 1, o, total));
+        const compared single_1 = compare(store, db, one_by_one, 1, o, total);
+        print("round_trips_per_delivery", single_1.round_trips_per_delivery);
         print_breakdown(store, o.quick ? 5 : 300, total);
-        print("round_trips_per_delivery_4", compare(store, db, script, 4, o, total));
+        print("round_trips_per_delivery_4", compare(store, db, one_by_one, 4, o, total).round_trips_per_delivery);
         print("pgbench_round_trips_per_transaction", 4);  // BEGIN, two INSERTs, END
+        const compared batch_1 = compare(store, db, batches, 1, o, total);
+        print("round_trips_per_delivery_batch", batch_1.round_trips_per_delivery);
+        print("batch_vs_single_1", batch_1.deliveries_per_s / single_1.deliveries_per_s);
+        compare(store, db, batches, 4, o, total);
     }
     verify_committed_state(session, total);
     print("verified_deliveries", static_cast<double>(total.deliveries));

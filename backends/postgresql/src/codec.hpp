@@ -40,6 +40,22 @@ std::string encode_list(const auto& items) {
     return text;
 }
 
+/// Items as a PostgreSQL array literal, {"a","b"}, for a text[] or bigint[] parameter (unlike
+/// encode_list, its elements can meet an index: no decoding in SQL).
+std::string array_literal(const auto& items) {
+    std::string text = "{";
+    for (const auto& item : items) {
+        if (text.size() > 1) text += ',';
+        text += '"';
+        for (char c : item) {
+            if (c == '"' || c == '\\') text += '\\';
+            text += c;
+        }
+        text += '"';
+    }
+    return text + "}";
+}
+
 /// The enum value the schema spells `text` (a CHECK constraint or seqinbox_store_message's
 /// answer); throws seqinbox::error(internal) naming a text it does not know.
 message_state parse_message_state(std::string_view text);

@@ -33,7 +33,7 @@ long long result::affected() const {
     return *text == '\0' ? 0 : parse_number(text);
 }
 
-std::size_t pipeline::statement(const named_sql& s, std::vector<std::string> params) {
+std::size_t pipeline::statement(const named_sql& s, std::vector<parameter> params) {
     if (!prepared_->contains(s.name) && preparing_.insert(s.name).second) queued_.push_back({&s, nullptr, {}});
     queued_.push_back({nullptr, &s, std::move(params)});
     answers_.push_back(queued_.size() - 1);
@@ -46,7 +46,7 @@ void pipeline::send(const queued& q) {
         sent = PQsendPrepare(conn_, q.prepare->name.c_str(), q.prepare->text.c_str(), 0, nullptr);
     } else {
         std::vector<const char*> values;
-        for (const auto& p : q.params) values.push_back(p.c_str());
+        for (const auto& p : q.params) values.push_back(p ? p->c_str() : nullptr);
         sent = PQsendQueryPrepared(conn_, q.statement->name.c_str(), static_cast<int>(values.size()), values.data(),
                                    nullptr, nullptr, 0);
     }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct named_sql {
     std::string name;
     std::string text;
 };
+
+/// A parameter in text form; nullopt is SQL NULL.
+using parameter = std::optional<std::string>;
 
 /// The rows of one statement of a batch, as text.
 class result {
@@ -46,7 +50,7 @@ public:
 
     /// Queues `s` with `params`, preparing it first on a connection that has not; returns its
     /// index in run()'s answer.
-    std::size_t statement(const named_sql& s, std::vector<std::string> params);
+    std::size_t statement(const named_sql& s, std::vector<parameter> params);
     bool empty() const noexcept { return queued_.empty(); }
 
     /// Sends the batch and waits for every answer: the results in the order queued. Throws
@@ -58,7 +62,7 @@ private:
     struct queued {
         const named_sql* prepare = nullptr;  ///< set for the PREPARE of a statement
         const named_sql* statement = nullptr;
-        std::vector<std::string> params;
+        std::vector<parameter> params;
     };
 
     void send(const queued& q);

@@ -69,7 +69,7 @@ private:
     std::unique_ptr<soci::session> session_;
     std::set<std::string> batch_statements_;  // named_sql prepared on this session
     // Declared after the session: statements are destroyed before it.
-    std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<waiting_query>, std::unique_ptr<message_insert>,
+    std::tuple<std::unique_ptr<instance_upsert>, std::unique_ptr<message_insert>,
                std::unique_ptr<message_insert_with_record>, std::unique_ptr<message_store>,
                std::unique_ptr<transaction_id_query>>
         statements_;

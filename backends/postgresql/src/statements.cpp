@@ -17,9 +17,15 @@ namespace {
 
 /// A FROM item of one row that, when :skip_flush is 1, makes the commit of the statement's own
 /// (autocommitted) transaction not wait for its WAL flush; SET LOCAL in the same round trip.
-std::string skip_flush_source_sql() {
-    return " FROM (SELECT CASE WHEN CAST(:skip_flush AS boolean)"
+std::string skip_flush_source_sql(std::string_view param = ":skip_flush") {
+    return " FROM (SELECT CASE WHEN CAST(" + std::string(param) + " AS boolean)"
            " THEN set_config('synchronous_commit', 'off', true) END) AS commit_setting";
+}
+
+/// The array parameters $1, $2 (text[]) and $3, $4 (bigint[]) side by side, as the rows of
+/// `alias`(columns).
+std::string four_arrays_sql(std::string_view alias) {
+    return " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[]), CAST($3 AS bigint[]), CAST($4 AS bigint[])) AS " + std::string(alias);
 }
 
 }  // namespace
@@ -40,6 +46,24 @@ instance_upsert::instance_upsert(soci::session& s)
                            " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted",
                        std::tuple_cat(into_instance(row), std::tuple{into(created)}), use(name), use(context_id),
                        use(name), use(context_id), use(created_at), use(retain_until), use(skip_flush))) {}
+
+// instance_upsert for many pairs. Pairs inserted by a transaction that committed after this
+// statement's snapshot are in neither part: the caller asks again for them.
+const named_sql& instance_upsert_batch_sql() {
+    static const named_sql s = named(
+        "instance_upsert_batch",
+        "WITH requested AS (SELECT *" + four_arrays_sql("x(name, context_id, created_at, retain_until)") + "),"
+            " existing AS (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance WHERE (name, context_id) IN (SELECT name, context_id FROM requested)),"
+            " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
+            " SELECT q.name, q.context_id, 'OPEN', " + sql_timestamp("q.created_at") + ", " + sql_timestamp("q.retain_until") +
+            " FROM requested q CROSS JOIN LATERAL (SELECT 1" + skip_flush_source_sql("$5") + ") AS setting"
+            " WHERE NOT EXISTS (SELECT 1 FROM sequence_instance s WHERE s.name = q.name AND s.context_id = q.context_id)"
+            " ORDER BY q.name COLLATE \"C\", q.context_id COLLATE \"C\""
+            " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
+            " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted");
+    return s;
+}
 
 named_sql named(const char* name, std::string text) { return {std::string("seqinbox_") + name, std::move(text)}; }
 
@@ -99,6 +123,50 @@ const named_sql& instance_lock_if_claimed_sql() {
     return s;
 }
 
+// One statement, so that every claim is inserted before the first lock: the sort below the row
+// locking reads all of `won` first. Keys in byte order (COLLATE "C", as claim_key compares) and
+// instances in id order: two batches never wait for each other in a cycle. No xmin test tells
+// the won claims: RETURNING does, also inside a savepoint's subtransaction.
+const named_sql& claim_batch_sql() {
+    static const named_sql s = named(
+        "claim_batch",
+        "WITH requested AS (SELECT *" + four_arrays_sql("r(message_type, idempotence_id, instance, at)") + "),"
+            " won AS (INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+            " SELECT message_type, idempotence_id, instance, " + sql_timestamp("at") +
+            " FROM requested ORDER BY message_type COLLATE \"C\", idempotence_id COLLATE \"C\""
+            " ON CONFLICT (message_type, idempotence_id) DO NOTHING RETURNING message_type, idempotence_id, sequence_instance_id),"
+            " locked AS MATERIALIZED (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance WHERE id IN (SELECT sequence_instance_id FROM won) ORDER BY id FOR NO KEY UPDATE)"
+            " SELECT won.message_type, won.idempotence_id, locked.* FROM won LEFT JOIN locked ON locked.id = won.sequence_instance_id");
+    return s;
+}
+
+const named_sql& message_find_batch_sql() {
+    static const named_sql s = named(
+        "message_find_batch",
+        "SELECT m.message_type, m.idempotence_id, m.id, m.sequence_instance_id, m.state, " + sql_microseconds("m.created_at") +
+            ", " + sql_microseconds("m.state_changed_at") +
+            " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(message_type, idempotence_id) JOIN sequenced_message m"
+            " ON m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id ORDER BY m.id");
+    return s;
+}
+
+const named_sql& message_types_batch_sql() {
+    static const named_sql s = named("message_types_batch",
+                                     "SELECT sequence_instance_id, message_type, state FROM sequenced_message"
+                                     " WHERE sequence_instance_id = ANY (CAST($1 AS bigint[]))"
+                                     " AND state IN ('PROCESSED', 'WAITING') GROUP BY sequence_instance_id, message_type, state");
+    return s;
+}
+
+const named_sql& message_store_sql() {
+    static const named_sql s = named("message_store", "SELECT seqinbox_store_message($1, $2, $3, $4, " + sql_timestamp("$5") + ", " +
+                                                          sql_timestamp("$6") +
+                                                          ", CAST($7 AS boolean), $8, $9, $10, $11, decode($12, 'hex'),"
+                                                          " decode($13, 'hex'), $14, " + sql_timestamp("$15") + ", $16)");
+    return s;
+}
+
 const named_sql& message_types_sql() {
     static const named_sql s = named("message_types",
                                      "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = $1"
@@ -118,22 +186,20 @@ const named_sql& message_state_update_sql() {
     return s;
 }
 
-waiting_query::waiting_query(soci::session& s)
-    : st(prepared(
-          s,
-          "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
-              sql_microseconds("m.state_changed_at") +
-              ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
-              sql_microseconds("m.record_time") +
-              ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
-              " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
-              " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
-              " FROM sequenced_message m WHERE m.sequence_instance_id = :instance AND m.state = 'WAITING'"
-              " AND m.message_type IN (SELECT convert_from(decode(t, 'hex'), 'UTF8')"
-              " FROM unnest(string_to_array(:types, ',')) AS t) ORDER BY m.id",
-          into(id), into(type), into(idempotence_id), into(created_at), into(state_changed_at), into(cluster, cluster_null),
-          into(topic, topic_null), into(partition, partition_null), into(offset, offset_null), into(key, key_null),
-          into(value, value_null), into(record_time, record_time_null), into(headers), use(instance), use(types))) {}
+const named_sql& waiting_messages_sql() {
+    static const named_sql s = named(
+        "waiting_messages",
+        "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
+            sql_microseconds("m.state_changed_at") +
+            ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
+            sql_microseconds("m.record_time") +
+            ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
+            " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
+            " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
+            " FROM sequenced_message m WHERE m.sequence_instance_id = $1 AND m.state = 'WAITING'"
+            " AND m.message_type = ANY (CAST($2 AS text[])) ORDER BY m.id");
+    return s;
+}
 
 message_insert::message_insert(soci::session& s)
     : st(prepared(s,

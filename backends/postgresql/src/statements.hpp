@@ -38,10 +38,31 @@ const named_sql& instance_lock_sql();
 /// instance_lock_sql (id) when this transaction inserted the claim (type, idempotence id), else
 /// no row and no lock.
 const named_sql& instance_lock_if_claimed_sql();
+/// instance_upsert for many (names, context ids, created at, retain until: array_literal; skip
+/// flush 0 or 1): instance columns, then 1 when inserted. Missing pairs: ask again.
+const named_sql& instance_upsert_batch_sql();
+/// The claims of a batch (types, idempotence ids, instances, times: array_literal), in
+/// key order, then the instances of the won ones FOR NO KEY UPDATE in id order: per won claim,
+/// its type, idempotence id and instance columns as instance_columns_sql() (NULL when the
+/// instance was not locked).
+const named_sql& claim_batch_sql();
+/// message_find_sql for many keys (types, idempotence ids: array_literal): type, idempotence id,
+/// then the columns of message_find_sql; by id.
+const named_sql& message_find_batch_sql();
+/// message_types_sql for many instances (array_literal): instance id, type, state.
+const named_sql& message_types_batch_sql();
 /// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
 const named_sql& message_types_sql();
+/// seqinbox_store_message (see message_store) in a batch: instance, type, idempotence id, state,
+/// created at, state changed at, with record (0 or 1), cluster, topic, partition, offset, key and
+/// value as hex (NULL for none), traceparent, record time, headers (encode_headers).
+const named_sql& message_store_sql();
 const named_sql& instance_close_sql();          ///< at, id
 const named_sql& message_state_update_sql();    ///< state, at, id
+/// WAITING rows of an instance (id) with the given types (array_literal), oldest first, with their
+/// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
+/// offset, key and value as hex, record time, headers (encode_headers).
+const named_sql& waiting_messages_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {
@@ -80,19 +101,6 @@ struct instance_upsert {
     int created = 0;  ///< 1 when this statement inserted the row
     soci::statement st;
     explicit instance_upsert(soci::session& s);
-};
-
-/// WAITING rows of an instance with the given types (hex list), with their records.
-struct waiting_query {
-    long long instance = 0;
-    std::string types;
-    long long id = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
-    int partition = 0;
-    std::string type, idempotence_id, cluster, topic, key, value, headers;
-    soci::indicator cluster_null{}, topic_null{}, partition_null{}, offset_null{}, key_null{}, value_null{},
-        record_time_null{};
-    soci::statement st;
-    explicit waiting_query(soci::session& s);
 };
 
 /// A row without record (processed or failed on the direct path).

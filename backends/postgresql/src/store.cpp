@@ -3,7 +3,9 @@
 #include "seqinbox/postgresql/store.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -46,6 +48,10 @@ struct claim_deletion {
 struct message_insertion {
     message_record row;
 };
+/// store_message of a row whose outcome is known beforehand (see transaction::store_message).
+struct message_storing {
+    message_record row;
+};
 struct state_change {
     message_id id;
     message_state state;
@@ -59,7 +65,7 @@ struct actions_clearing {
     instance_id instance;
     pending_actions read;
 };
-using deferred_write = std::variant<claim_deletion, message_insertion, state_change, instance_closing, actions_clearing>;
+using deferred_write = std::variant<claim_deletion, message_insertion, message_storing, state_change, instance_closing, actions_clearing>;
 
 /// A key or value as hex, or SQL NULL for a null one (kept apart from an empty one).
 void bind_bytes(std::string& hex, soci::indicator& null, const record_bytes& bytes) {
@@ -131,6 +137,23 @@ void queue_write(detail::pipeline& batch, const claim_deletion& w) {
     batch.statement(detail::claim_delete_sql(), {w.key.type, w.key.idempotence_id});
 }
 
+detail::parameter or_null(const std::string& text, soci::indicator null) {
+    return null == soci::i_ok ? detail::parameter(text) : std::nullopt;
+}
+
+// The parameters bind_row and bind_record give message_store, as text.
+void queue_write(detail::pipeline& batch, const message_storing& w) {
+    const message_record& row = w.row;
+    detail::message_columns c;
+    bind_record(c, row.payload.value_or(envelope{}));
+    batch.statement(detail::message_store_sql(),
+                    {std::to_string(row.instance), row.type, row.idempotence_id, std::string(to_string(row.state)),
+                     microseconds_text(row.created_at), microseconds_text(row.state_changed_at), row.payload ? "1" : "0", c.cluster,
+                     c.topic, std::to_string(c.partition), std::to_string(c.offset), or_null(c.key, c.key_null), or_null(c.value, c.value_null),
+                     or_null(c.traceparent, c.traceparent_null), std::to_string(c.record_time),
+                     c.headers});
+}
+
 void queue_write(detail::pipeline& batch, const state_change& w) {
     batch.statement(detail::message_state_update_sql(), {std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
 }
@@ -165,6 +188,7 @@ const char* describe(const deferred_write& w) {
             using W = std::decay_t<decltype(write)>;
             if constexpr (std::is_same_v<W, claim_deletion>) return "deleting a claim";
             else if constexpr (std::is_same_v<W, message_insertion>) return "inserting a sequenced message";
+            else if constexpr (std::is_same_v<W, message_storing>) return "storing a sequenced message";
             else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
             else if constexpr (std::is_same_v<W, actions_clearing>) return "clearing executed operator actions";
             else return "closing a sequence instance";
@@ -190,6 +214,19 @@ public:
         pool_->instances().forget(instance);
         throw error(error_category::retryable,
                     "sequence instance " + std::to_string(instance) + " no longer exists (removed meanwhile); retry the delivery",
+                    std::move(sqlstate));
+    }
+
+    /// The same for a batch's claims, of which one named a removed instance (which one PostgreSQL
+    /// does not say): every instance of the batch is forgotten.
+    [[noreturn]] void instances_removed(std::span<const claim_request> requests, std::string sqlstate = {}) {
+        std::string ids;
+        for (const auto& r : requests) {
+            pool_->instances().forget(r.instance);
+            ids += (ids.empty() ? "" : ", ") + std::to_string(r.instance);
+        }
+        throw error(error_category::retryable,
+                    "a sequence instance of the batch (one of " + ids + ") no longer exists (removed meanwhile); retry the batch",
                     std::move(sqlstate));
     }
 
@@ -284,6 +321,7 @@ public:
 
     void rollback_to(store::savepoint_id point) {
         pending_.clear();  // deferred writes all came after the latest flush, so after `point`
+        unstored_.clear();  // claims after `point` are undone: from now on store_message asks the server
         guarded("rolling back to a savepoint",
                 [&](detail::connection& c) { c.session() << "ROLLBACK TO SAVEPOINT " + savepoint_name(point); });
         aborted_ = false;
@@ -297,7 +335,15 @@ public:
 
     detail::connection* operator->() const { return conn_.operator->(); }
 
-    void claim_won() noexcept { claim_won_ = true; }
+    /// This transaction won the claim of `key`, whose rows it read then: `none` when there were none.
+    void claim_won(const claim_key& key, bool rows_found) {
+        claim_won_ = true;
+        if (!rows_found) unstored_.insert(key);
+    }
+    /// Whether store_message of `key` may be deferred, its outcome known: this transaction holds
+    /// the key's claim and no row of it exists but what this transaction wrote, which is nothing.
+    bool take_unstored(const claim_key& key) { return unstored_.erase(key) == 1; }
+    void claim_deleted(const claim_key& key) { unstored_.erase(key); }
     /// A state step beside this transaction committed without waiting for its WAL flush.
     void step_beside_unflushed() noexcept { steps_beside_unflushed_ = true; }
 
@@ -339,7 +385,13 @@ private:
         other.guarded("flushing the WAL of a state step", run);
     }
 
+    /// The deferred writes in one round trip when they can travel together, else one by one.
     void flush() {
+        if (pending_.empty()) return;
+        if (std::ranges::all_of(pending_, batchable)) {
+            batch("sending deferred writes", [](detail::pipeline&) {});
+            return;
+        }
         auto writes = std::exchange(pending_, {});
         for (const auto& w : writes) send(w);
     }
@@ -374,6 +426,7 @@ private:
     bool steps_beside_unflushed_ = false;
     store::savepoint_id savepoints_ = 0;
     std::vector<deferred_write> pending_;
+    std::set<claim_key> unstored_;  ///< won claims of keys without rows, none stored since
 };
 
 store::transaction::transaction(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -393,27 +446,35 @@ std::size_t queue_find(detail::pipeline& batch, const claim_key& key) {
     return batch.statement(detail::message_find_sql(), {key.type, key.idempotence_id});
 }
 
+/// The row at `row` of a result whose columns from `first` on are those of message_find_sql.
+message_record found_row(const detail::result& r, int row, int first, const claim_key& key) {
+    return {r.number(row, first), r.number(row, first + 1), key.type, key.idempotence_id, parse_message_state(r.text(row, first + 2)),
+            from_microseconds(r.number(row, first + 3)), from_microseconds(r.number(row, first + 4)), std::nullopt};
+}
+
 std::vector<message_record> found_rows(const detail::result& r, const claim_key& key) {
     std::vector<message_record> rows;
-    for (int i = 0; i < r.rows(); ++i)
-        rows.push_back({r.number(i, 0), r.number(i, 1), key.type, key.idempotence_id, parse_message_state(r.text(i, 2)),
-                        from_microseconds(r.number(i, 3)), from_microseconds(r.number(i, 4)), std::nullopt});
+    for (int i = 0; i < r.rows(); ++i) rows.push_back(found_row(r, i, 0, key));
     return rows;
 }
 
-sequence_instance instance_row(const detail::result& r) {
-    detail::instance_columns c{r.number(0, 0), r.text(0, 1), r.text(0, 2), r.text(0, 3), r.number(0, 4), r.number(0, 5), 0,
-                               r.null(0, 6) ? soci::i_null : soci::i_ok};
-    if (c.remove_after_null == soci::i_ok) c.remove_after = r.number(0, 6);
+/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql().
+sequence_instance instance_row(const detail::result& r, int row = 0, int first = 0) {
+    const auto at = [&](int column) { return r.number(row, first + column); };
+    detail::instance_columns c{at(0), r.text(row, first + 1), r.text(row, first + 2), r.text(row, first + 3), at(4), at(5), 0,
+                               r.null(row, first + 6) ? soci::i_null : soci::i_ok};
+    if (c.remove_after_null == soci::i_ok) c.remove_after = at(6);
     return to_instance(c);
+}
+
+void add_type(types_by_state& types, std::string type, std::string_view state) {
+    const bool processed = detail::parse_message_state(state) == message_state::processed;
+    (processed ? types.processed : types.waiting).push_back(std::move(type));
 }
 
 types_by_state types_of(const detail::result& r) {
     types_by_state types;
-    for (int i = 0; i < r.rows(); ++i) {
-        const bool processed = detail::parse_message_state(r.text(i, 1)) == message_state::processed;
-        (processed ? types.processed : types.waiting).push_back(r.text(i, 0));
-    }
+    for (int i = 0; i < r.rows(); ++i) add_type(types, r.text(i, 0), r.text(i, 1));
     return types;
 }
 
@@ -442,14 +503,106 @@ claim_result store::transaction::claim(const claim_request& request) {
         state.instance_removed(request.instance, e.sqlstate());
     }
     if (answers[claim].affected() != 1) return {};
-    state.claim_won();
     if (answers[lock].rows() != 1) state.instance_removed(request.instance);  // the claim's key-share lock forbids it
-    return {true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+    claim_result won{true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+    state.claim_won(key, !won.rows.empty());
+    return won;
+}
+
+namespace {
+
+/// The parameters of claim_batch_sql, in the order of the requests.
+std::vector<detail::parameter> claim_batch_parameters(std::span<const claim_request> requests) {
+    std::vector<std::string> types, ids, instances, times;
+    for (const auto& r : requests) {
+        types.push_back(r.key.type);
+        ids.push_back(r.key.idempotence_id);
+        instances.push_back(std::to_string(r.instance));
+        times.push_back(microseconds_text(r.now));
+    }
+    return {detail::array_literal(types), detail::array_literal(ids), detail::array_literal(instances), detail::array_literal(times)};
+}
+
+/// The keys of a batch must be distinct (a second claim of a key in one statement would win too).
+void require_distinct_keys(std::span<const claim_request> requests) {
+    std::vector<const claim_key*> keys;
+    for (const auto& r : requests) {
+        require_claim_key(r.key);
+        keys.push_back(&r.key);
+    }
+    std::ranges::sort(keys, {}, [](const claim_key* k) { return *k; });
+    const auto twin = std::ranges::adjacent_find(keys, {}, [](const claim_key* k) { return *k; });
+    if (twin != keys.end())
+        throw error(error_category::misuse, "claim_batch: the key (" + (*twin)->type + ", " + (*twin)->idempotence_id +
+                                                ") is requested twice; the keys of a batch must be distinct");
+}
+
+/// What a batch's three answers say, per won key.
+struct batch_answers {
+    std::map<claim_key, instance_id> won;
+    std::map<instance_id, instance_lock> locks;
+    std::map<claim_key, std::vector<message_record>> rows;
+};
+
+}  // namespace
+
+// The claims and the instance locks in one statement, then the reads under the locks, each a
+// statement of its own (so that they see what the locks' previous holders committed): one round
+// trip with BEGIN and the deferred writes. Which claims are won is known only once they ran, so
+// the reads cover every request: a lost claim costs the server two cheap index reads.
+std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_request> requests) {
+    if (requests.empty()) return {};
+    require_distinct_keys(requests);
+    auto& state = checked(impl_);
+    const auto params = claim_batch_parameters(requests);
+    std::size_t claims = 0, rows = 0, types = 0;
+    std::vector<detail::result> answers;
+    try {
+        answers = state.batch("claiming a batch of messages", [&](detail::pipeline& batch) {
+            claims = batch.statement(detail::claim_batch_sql(), params);
+            rows = batch.statement(detail::message_find_batch_sql(), {params[0], params[1]});
+            types = batch.statement(detail::message_types_batch_sql(), {params[2]});
+        });
+    } catch (const error& e) {
+        if (e.sqlstate() != instance_removed_sqlstate) throw;
+        state.instances_removed(requests, e.sqlstate());
+    }
+    batch_answers found;
+    const auto& won = answers[claims];
+    for (int i = 0; i < won.rows(); ++i) {
+        if (won.null(i, 2)) state.instances_removed(requests);  // the claim's key-share lock forbids it
+        const auto instance = instance_row(won, i, 2);
+        found.won.emplace(claim_key{won.text(i, 0), won.text(i, 1)}, instance.id);
+        found.locks.try_emplace(instance.id, instance_lock{instance, {}});
+    }
+    if (found.won.empty()) return std::vector<claim_result>(requests.size());
+    const auto& type_rows = answers[types];
+    for (int i = 0; i < type_rows.rows(); ++i)
+        if (auto lock = found.locks.find(type_rows.number(i, 0)); lock != found.locks.end())
+            add_type(lock->second.types, type_rows.text(i, 1), type_rows.text(i, 2));
+    const auto& key_rows = answers[rows];
+    for (int i = 0; i < key_rows.rows(); ++i) {
+        claim_key key{key_rows.text(i, 0), key_rows.text(i, 1)};
+        if (found.won.contains(key)) found.rows[key].push_back(found_row(key_rows, i, 2, key));
+    }
+    std::vector<claim_result> results;
+    for (const auto& r : requests) {
+        const auto won_on = found.won.find(r.key);
+        if (won_on == found.won.end()) {
+            results.emplace_back();
+            continue;
+        }
+        results.push_back({true, found.locks.at(won_on->second), std::move(found.rows[r.key])});
+        state.claim_won(r.key, !results.back().rows.empty());
+    }
+    return results;
 }
 
 void store::transaction::delete_claim(const claim_key& key) {
     require_claim_key(key);
-    checked(impl_).defer(claim_deletion{key});
+    auto& state = checked(impl_);
+    state.defer(claim_deletion{key});
+    state.claim_deleted(key);
 }
 
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
@@ -483,31 +636,37 @@ types_by_state store::transaction::message_types(instance_id instance) {
 
 namespace {
 
-message_record waiting_row(const detail::waiting_query& s, instance_id instance) {
+/// A row of waiting_messages_sql, with its record.
+message_record waiting_row(const detail::result& r, int row, instance_id instance) {
+    const auto set = [&](int column, auto& field, auto convert) {
+        if (!r.null(row, column)) field = convert(r.text(row, column));
+    };
+    const auto text = [](std::string t) { return t; };
+    const auto number = [&](int column) { return r.number(row, column); };
     envelope record;
-    if (s.key_null == soci::i_ok) record.key = detail::from_hex(s.key);
-    if (s.value_null == soci::i_ok) record.value = detail::from_hex(s.value);
-    record.headers = detail::decode_headers(s.headers);
-    if (s.topic_null == soci::i_ok) record.topic = s.topic;
-    if (s.partition_null == soci::i_ok) record.partition = s.partition;
-    if (s.offset_null == soci::i_ok) record.offset = s.offset;
-    if (s.record_time_null == soci::i_ok) record.time = from_microseconds(s.record_time);
-    if (s.cluster_null == soci::i_ok) record.cluster = s.cluster;
-    return {s.id,         instance, s.type, s.idempotence_id, message_state::waiting, from_microseconds(s.created_at),
-            from_microseconds(s.state_changed_at), std::move(record)};
+    set(5, record.cluster, text);
+    set(6, record.topic, text);
+    if (!r.null(row, 7)) record.partition = static_cast<std::int32_t>(number(7));
+    if (!r.null(row, 8)) record.offset = number(8);
+    set(9, record.key, [](const std::string& hex) { return detail::from_hex(hex); });
+    set(10, record.value, [](const std::string& hex) { return detail::from_hex(hex); });
+    if (!r.null(row, 11)) record.time = from_microseconds(number(11));
+    record.headers = detail::decode_headers(r.text(row, 12));
+    return {number(0), instance, r.text(row, 1), r.text(row, 2), message_state::waiting, from_microseconds(number(3)),
+            from_microseconds(number(4)), std::move(record)};
 }
 
 }  // namespace
 
+// With the deferred writes in one round trip: a release pass reads what the batch buffered.
 std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
-    return checked(impl_).read("reading waiting messages", [&](detail::connection& c) {
-        auto& s = c.statement<detail::waiting_query>();
-        s.instance = instance;
-        s.types = detail::encode_list(types);
-        std::vector<message_record> rows;
-        for_each_row(s.st, [&] { rows.push_back(waiting_row(s, instance)); });
-        return rows;
+    std::size_t rows = 0;
+    const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
+        rows = batch.statement(detail::waiting_messages_sql(), {std::to_string(instance), detail::array_literal(types)});
     });
+    std::vector<message_record> found;
+    for (int i = 0; i < answers[rows].rows(); ++i) found.push_back(waiting_row(answers[rows], i, instance));
+    return found;
 }
 
 void store::transaction::insert_message(message_record row) {
@@ -515,9 +674,19 @@ void store::transaction::insert_message(message_record row) {
     checked(impl_).defer(message_insertion{std::move(row)});
 }
 
+// A key this transaction claimed without rows has none until the store: its outcome is known,
+// so the write waits for the next round trip (a batch of deliveries then costs a handful). Only
+// a state step beside a dead claim transaction of the key could commit a row first (see
+// store_message_beside): the function then leaves or updates that row as it would have, and
+// only the outcome said here is wrong, nothing stored.
 stored_as store::transaction::store_message(message_record row) {
     require_storable(row);
-    return checked(impl_).read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
+    auto& state = checked(impl_);
+    if (state.take_unstored(row.key())) {
+        state.defer(message_storing{std::move(row)});
+        return stored_as::inserted;
+    }
+    return state.read("storing a sequenced message", [&](detail::connection& c) { return store_row(c, row); });
 }
 
 void store::transaction::update_message_state(message_id id, message_state state, timestamp now) {
@@ -627,6 +796,63 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
         }
     }
     throw error(error_category::retryable, "sequence instance (" + sequence + ", " + context_id + ") could not be created or read; retry");
+}
+
+namespace {
+
+using instance_key = std::pair<std::string, std::string>;  // sequence, context id
+
+/// The parameters of instance_upsert_batch_sql for `missing`.
+std::vector<detail::parameter> instance_batch_parameters(const std::map<instance_key, const instance_creation*>& missing,
+                                                         bool skip_flush) {
+    std::vector<std::string> names, contexts, created, retained;
+    for (const auto& [key, request] : missing) {
+        names.push_back(key.first);
+        contexts.push_back(key.second);
+        created.push_back(microseconds_text(request->created_at));
+        retained.push_back(microseconds_text(request->retain_until));
+    }
+    return {detail::array_literal(names), detail::array_literal(contexts), detail::array_literal(created), detail::array_literal(retained),
+            skip_flush ? "1" : "0"};
+}
+
+}  // namespace
+
+std::vector<sequence_instance> store::create_or_get_instances(std::span<const instance_creation> requests) {
+    auto& cache = pool_->instances();
+    std::map<instance_key, sequence_instance> found;
+    std::map<instance_key, const instance_creation*> missing;
+    for (const auto& r : requests) {
+        require_key("sequence name", r.sequence);
+        require_key("context id", r.context_id);
+        instance_key key{r.sequence, r.context_id};
+        if (found.contains(key) || missing.contains(key)) continue;
+        if (auto known = cache.find(r.sequence, r.context_id)) found.emplace(std::move(key), std::move(*known));
+        else missing.emplace(std::move(key), &r);
+    }
+    const bool skip_flush = commit_flush_before_claim(options()) == commit_flush::skip;
+    transaction::impl autocommit(pool_, pool_->acquire());
+    for (int attempt = 0; attempt < 3 && !missing.empty(); ++attempt) {
+        const auto answer = autocommit.guarded("creating sequence instances", [&](detail::connection& c) {
+            auto statements = c.batch();
+            statements.statement(detail::instance_upsert_batch_sql(), instance_batch_parameters(missing, skip_flush));
+            return statements.run().at(0);
+        });
+        for (int i = 0; i < answer.rows(); ++i) {
+            auto instance = instance_row(answer, i);
+            if (answer.number(i, 7) == 1 && skip_flush) pool_->counts().count_unflushed_commit();
+            cache.remember(instance);
+            instance_key key{instance.sequence, instance.context_id};
+            missing.erase(key);
+            found.insert_or_assign(std::move(key), std::move(instance));
+        }
+    }
+    if (!missing.empty())
+        throw error(error_category::retryable, "sequence instance (" + missing.begin()->first.first + ", " +
+                                                   missing.begin()->first.second + ") could not be created or read; retry");
+    std::vector<sequence_instance> results;
+    for (const auto& r : requests) results.push_back(found.at({r.sequence, r.context_id}));
+    return results;
 }
 
 void store::forget_instance(instance_id id) { pool_->instances().forget(id); }

@@ -128,6 +128,9 @@ concept store_policy = requires(S& s, typename S::transaction& claim, const std:
     /// id can name another context's instance: the engine, which verifies the instance it locked,
     /// calls this and claims again.
     { s.forget_instance(instance_id{}) } -> std::same_as<void>;
+    // Optional: `s.create_or_get_instances(std::span<const instance_creation>)` ->
+    // std::vector<sequence_instance>, create_or_get_instance for many at once (answers in request
+    // order); deliver_batch uses it when present.
 };
 
 }  // namespace seqinbox

@@ -90,6 +90,14 @@ struct claim_result {
     std::vector<message_record> rows;  ///< every row with the key (more than one in old databases)
 };
 
+/// One sequence instance to create or get (a store's create_or_get_instances).
+struct instance_creation {
+    std::string sequence;
+    std::string context_id;
+    timestamp created_at{};
+    timestamp retain_until{};
+};
+
 /// What store_message did with the row it was given.
 enum class stored_as {
     inserted,       ///< no row had the key: the row was inserted

@@ -15,7 +15,9 @@
 // which never hides a failure. Statements that follow each other share a round trip (libpq
 // pipeline mode), each still run on its own: deferred writes, BEGIN, the claim, the instance lock
 // (only when the claim was won), the read of the claimed key's rows and of the instance's
-// message types; the instance lock and the read of its types; deferred writes and COMMIT.
+// message types; the instance lock and the read of its types; deferred writes and COMMIT. A
+// store_message of a key the transaction claimed without rows is deferred too: its outcome is
+// known (see transaction::store_message).
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor libpq.
@@ -102,6 +104,10 @@ public:
     /// sure to be current, until the instance is removed; see transaction::claim).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
+    /// create_or_get_instance for many contexts: those the cache does not know in one statement
+    /// (inserted in key order, so that concurrent calls never wait for each other in a cycle),
+    /// one round trip unless a concurrent creation commits meanwhile. Results in request order.
+    std::vector<sequence_instance> create_or_get_instances(std::span<const instance_creation> requests);
     /// Drops the instance from the instance cache (the engine found it to be another context's).
     void forget_instance(instance_id id);
 
@@ -178,6 +184,11 @@ public:
     /// One round trip. Throws seqinbox::error(retryable, SQLSTATE 23503) when the instance no
     /// longer exists, and drops it from the instance cache.
     claim_result claim(const claim_request& request);
+    /// seqinbox::batch_claim_transaction: one round trip with BEGIN (when the transaction has not
+    /// begun) and the deferred writes, whatever the batch's size. Throws seqinbox::error(retryable,
+    /// SQLSTATE 23503) when an instance of the batch no longer exists, and drops every instance of
+    /// the batch from the instance cache; seqinbox::error(misuse) for a key requested twice.
+    std::vector<claim_result> claim_batch(std::span<const claim_request> requests);
     void delete_claim(const claim_key& key);
     /// Every row with the key, by id, without payloads (the engine reads ids and states).
     std::vector<message_record> find_messages(const claim_key& key);
@@ -185,10 +196,14 @@ public:
     instance_lock lock_instance(instance_id instance);
     /// The instance's types as lock_instance reads them, without the lock (housekeeping).
     types_by_state message_types(instance_id instance);
+    /// One round trip, with the deferred writes.
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
+    /// Deferred, answering `inserted`, for a key this transaction claimed and found without rows
+    /// (and stored nothing of since): only a state step beside a dead claim transaction of the
+    /// key could store a row meanwhile, and the function then keeps or updates that row as ever.
     stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
     void close_instance(instance_id instance, timestamp now);
@@ -236,6 +251,8 @@ private:
 };
 
 static_assert(seqinbox::store_policy<store>, "seqinbox::postgresql::store must model seqinbox::store_policy");
+static_assert(seqinbox::batch_claim_transaction<store::transaction>,
+              "seqinbox::postgresql::store::transaction must model seqinbox::batch_claim_transaction");
 static_assert(seqinbox::housekeeping_store<store>, "seqinbox::postgresql::store must model seqinbox::housekeeping_store");
 static_assert(seqinbox::view_store<store>, "seqinbox::postgresql::store must model seqinbox::view_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::postgresql::store must model seqinbox::action_store");

@@ -1,0 +1,409 @@
+// seqinbox::postgresql::store::transaction::claim_batch against a throwaway server: results in
+// request order, won and lost claims, a key held by another open transaction, the key's rows and
+// the instance's types read under the lock, one lock per instance taken in id order after every
+// claim, instances removed meanwhile, deadlocks, the round trips a batch costs, and the
+// creation of many contexts' instances in one statement.
+#define BOOST_TEST_MODULE seqinbox postgresql claim batch
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pg_test_support.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/store.hpp"
+
+namespace pg = seqinbox::postgresql;
+namespace si = seqinbox;
+using seqinbox::test::count;
+using seqinbox::test::pg_server;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct batch_fixture {
+    static std::string migrated_database() {
+        std::string conninfo = pg_server::shared().create_database();
+        pg::migrate(conninfo);
+        return conninfo;
+    }
+
+    pg::store_options options() const {
+        pg::store_options o;
+        o.conninfo = conninfo;
+        o.pool_size = 4;
+        return o;
+    }
+
+    si::instance_id instance(const std::string& context_id) {
+        const auto now = std::chrono::system_clock::now();
+        return store.create_or_get_instance("OrderSequence", context_id, now, now + 24h).id;
+    }
+
+    static si::message_record row(si::instance_id instance, const std::string& type, const std::string& id, si::message_state state) {
+        si::message_record r;
+        r.instance = instance;
+        r.type = type;
+        r.idempotence_id = id;
+        r.state = state;
+        return r;
+    }
+
+    /// A committed row of `type` and `id` in `instance`, as an earlier delivery left it.
+    void stored(si::instance_id instance, const std::string& type, const std::string& id, si::message_state state) {
+        BOOST_TEST_REQUIRE((store.store_message(row(instance, type, id, state)) == si::stored_as::inserted));
+    }
+
+    /// Waits until another backend of this database waits for a lock in a statement matching `like`.
+    void wait_for_lock_waiter(const std::string& like) const {
+        soci::session observer(soci::postgresql, conninfo);
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (count(observer, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted"
+                               " AND a.datname = current_database() AND a.query ILIKE '" + like + "'") == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                std::string activity;
+                observer << "SELECT string_agg(coalesce(wait_event_type, '-') || ': ' || left(query, 300), E'\\n')"
+                            " FROM pg_stat_activity WHERE datname = current_database()",
+                    soci::into(activity);
+                BOOST_TEST_MESSAGE(activity);
+                throw std::runtime_error("no backend waits in " + like + ":\n" + activity);
+            }
+            std::this_thread::sleep_for(2ms);
+        }
+    }
+
+    /// Whether a transaction other than the caller's holds a row lock on the instance.
+    bool locked_elsewhere(si::instance_id instance) const {
+        soci::session probe(soci::postgresql, conninfo);
+        try {
+            probe << "SELECT id FROM sequence_instance WHERE id = " + std::to_string(instance) + " FOR NO KEY UPDATE NOWAIT";
+            return false;
+        } catch (const soci::soci_error&) {
+            return true;
+        }
+    }
+
+    std::string conninfo = migrated_database();
+    pg::store store{options()};
+};
+
+/// Rolls `tx` back when a check fails while a thread waits for it (declared after that thread's
+/// future, it ends first, so that the future's destructor does not wait forever).
+struct rolled_back_on_exit {
+    pg::store::transaction& tx;
+    ~rolled_back_on_exit() {
+        if (tx.active()) tx.rollback();
+    }
+};
+
+si::claim_request request(const std::string& type, const std::string& id, si::instance_id instance) {
+    return {{type, id}, instance, std::chrono::system_clock::now()};
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(postgresql_claim_batch, batch_fixture)
+
+BOOST_AUTO_TEST_CASE(results_come_in_request_order_and_a_committed_claim_loses) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    {
+        auto earlier = store.begin();
+        BOOST_TEST_REQUIRE(earlier.claim(request("OrderCreated", "b", first)).won);
+        earlier.commit();
+    }
+    const std::vector<si::claim_request> requests{request("OrderCreated", "c", second), request("OrderCreated", "b", first),
+                                                  request("OrderCreated", "a \"quoted\" \\ {key}, too", first)};
+    auto tx = store.begin();
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST_REQUIRE(results.size() == 3u);
+    BOOST_TEST(results[0].won);
+    BOOST_TEST(results[0].locked.row.id == second);
+    BOOST_TEST(results[0].locked.row.context_id == "o-2");
+    BOOST_TEST(!results[1].won);
+    BOOST_TEST(results[1].locked.row.id == 0);  // a lost claim carries nothing
+    BOOST_TEST(results[2].won);
+    BOOST_TEST(results[2].locked.row.id == first);
+    BOOST_TEST(results[2].locked.row.sequence == "OrderSequence");
+    BOOST_TEST(tx.find_messages(requests[2].key).empty());
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 3);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence WHERE idempotence_id = 'a \"quoted\" \\ {key}, too'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(won_claims_read_their_rows_and_their_instances_types_under_the_lock) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    stored(first, "OrderCreated", "created-1", si::message_state::processed);
+    stored(first, "OrderShipped", "shipped-1", si::message_state::waiting);
+    stored(first, "OrderValidated", "v-1", si::message_state::failed);  // an earlier attempt failed
+    stored(second, "OrderPrepared", "p-2", si::message_state::failed);  // FAILED rows are no type
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderValidated", "v-1", first), request("OrderPrepared", "p-1", first),
+                                                  request("OrderPrepared", "p-2", second)};
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST_REQUIRE((results[0].won && results[1].won && results[2].won));
+    BOOST_TEST_REQUIRE(results[0].rows.size() == 1u);
+    BOOST_TEST((results[0].rows[0].state == si::message_state::failed));
+    BOOST_TEST(results[0].rows[0].instance == first);
+    BOOST_TEST(results[0].rows[0].idempotence_id == "v-1");
+    BOOST_TEST(results[1].rows.empty());
+    BOOST_TEST(results[2].rows.size() == 1u);
+    const auto& types = results[0].locked.types;
+    BOOST_TEST(types.processed == std::vector<std::string>{"OrderCreated"});
+    BOOST_TEST(types.waiting == std::vector<std::string>{"OrderShipped"});
+    BOOST_TEST(results[1].locked.row.id == results[0].locked.row.id);  // one lock per instance
+    BOOST_TEST(results[1].locked.types.processed == types.processed);
+    BOOST_TEST(results[2].locked.types.processed.empty());
+    BOOST_TEST(results[2].locked.types.waiting.empty());
+    BOOST_TEST(locked_elsewhere(first));
+    BOOST_TEST(locked_elsewhere(second));
+    tx.rollback();
+    BOOST_TEST(!locked_elsewhere(first));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_lost_claims_locks_nothing) {
+    const auto first = instance("o-1");
+    {
+        auto earlier = store.begin();
+        BOOST_TEST_REQUIRE(earlier.claim(request("OrderCreated", "a", first)).won);
+        earlier.commit();
+    }
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "a", first)};
+    BOOST_TEST(!tx.claim_batch(requests).at(0).won);
+    BOOST_TEST(!locked_elsewhere(first));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_another_transaction_holds_waits_then_loses_on_commit_and_wins_on_rollback) {
+    const auto first = instance("o-1");
+    for (const bool holder_commits : {true, false}) {
+        const std::string id = holder_commits ? "held-then-committed" : "held-then-rolled-back";
+        auto holder = store.begin();
+        BOOST_TEST_REQUIRE(holder.claim(request("OrderCreated", id, first)).won);
+        auto waiting = std::async(std::launch::async, [&] {
+            auto tx = store.begin();
+            const std::vector<si::claim_request> requests{request("OrderCreated", "free-" + id, first), request("OrderCreated", id, first)};
+            auto results = tx.claim_batch(requests);
+            tx.commit();
+            return results;
+        });
+        const rolled_back_on_exit guard{holder};
+        wait_for_lock_waiter("%insert%sequential_inbox_idempotence%");
+        if (holder_commits) holder.commit();
+        else holder.rollback();
+        const auto results = waiting.get();
+        BOOST_TEST(results[0].won);
+        BOOST_TEST(results[1].won == !holder_commits, id);
+    }
+}
+
+// Claims first, then locks in id order: while the batch waits for the lock of the instance with
+// the higher id, which it requested first, it already holds the lower one's.
+BOOST_AUTO_TEST_CASE(instance_locks_are_taken_in_id_order_after_every_claim) {
+    const auto lower = instance("o-1"), higher = instance("o-2");
+    BOOST_TEST_REQUIRE(lower < higher);
+    auto holder = store.begin();
+    holder.lock_instance(higher);
+    auto waiting = std::async(std::launch::async, [&] {
+        auto tx = store.begin();
+        const std::vector<si::claim_request> requests{request("OrderCreated", "on-higher", higher), request("OrderCreated", "on-lower", lower)};
+        auto results = tx.claim_batch(requests);
+        tx.commit();
+        return results;
+    });
+    const rolled_back_on_exit guard{holder};
+    wait_for_lock_waiter("WITH requested AS%");  // no claim conflicts here: the lock of `higher` (the text is cut before FOR NO KEY UPDATE)
+    BOOST_TEST(locked_elsewhere(lower));
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequential_inbox_idempotence") == 0);  // not committed yet
+    holder.rollback();
+    const auto results = waiting.get();
+    BOOST_TEST((results[0].won && results[1].won));
+    BOOST_TEST(results[0].locked.row.id == higher);
+    BOOST_TEST(results[1].locked.row.id == lower);
+}
+
+BOOST_AUTO_TEST_CASE(an_instance_removed_meanwhile_makes_the_batch_retryable_and_is_forgotten) {
+    const auto kept = instance("o-1"), doomed = instance("o-2");
+    {
+        pg::store other(options());
+        BOOST_TEST_REQUIRE(other.remove_instance(doomed, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+    }
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "a", kept), request("OrderCreated", "b", doomed)};
+    try {
+        tx.claim_batch(requests);
+        BOOST_FAIL("a batch claiming on a removed instance succeeded");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "retryable");
+        BOOST_TEST(e.sqlstate() == "23503");
+        BOOST_TEST(std::string(e.what()).find("one of " + std::to_string(kept) + ", " + std::to_string(doomed)) != std::string::npos,
+                   e.what());
+    }
+    tx.rollback();
+    BOOST_TEST(instance("o-2") != doomed);  // read afresh
+}
+
+// Two transactions each holding a claim the other's batch requests: PostgreSQL reports the
+// deadlock to one of them, whose batch is then retryable; the other goes on.
+BOOST_AUTO_TEST_CASE(a_deadlock_makes_the_batch_retryable) {
+    const auto first = instance("o-1"), second = instance("o-2");  // one instance would serialise them
+    auto one = store.begin();
+    auto two = store.begin();
+    BOOST_TEST_REQUIRE(one.claim(request("OrderCreated", "k1", first)).won);
+    BOOST_TEST_REQUIRE(two.claim(request("OrderCreated", "k2", second)).won);
+    const auto claim_other = [&](pg::store::transaction& tx, const std::string& other, si::instance_id on) {
+        return std::async(std::launch::async, [&tx, other, on]() -> std::string {
+            try {
+                const std::vector<si::claim_request> requests{request("OrderCreated", other, on)};
+                tx.claim_batch(requests);
+                return "went on";
+            } catch (const si::error& e) {
+                tx.rollback();  // releases the claim the other one waits for
+                return std::string(to_string(e.category())) + " " + e.sqlstate();
+            }
+        });
+    };
+    auto a = claim_other(one, "k2", second);
+    auto b = claim_other(two, "k1", first);
+    const std::vector<std::string> outcomes{a.get(), b.get()};
+    BOOST_TEST((std::ranges::count(outcomes, "retryable 40P01") == 1), outcomes[0] + " / " + outcomes[1]);
+    BOOST_TEST((std::ranges::count(outcomes, "went on") == 1), outcomes[0] + " / " + outcomes[1]);
+}
+
+BOOST_AUTO_TEST_CASE(a_key_requested_twice_is_a_misuse_naming_it) {
+    const auto first = instance("o-1");
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "twice", first), request("OrderCreated", "once", first),
+                                                  request("OrderCreated", "twice", first)};
+    try {
+        tx.claim_batch(requests);
+        BOOST_FAIL("a batch with a key twice was claimed");
+    } catch (const si::error& e) {
+        BOOST_TEST(to_string(e.category()) == "misuse");
+        BOOST_TEST(std::string(e.what()).find("(OrderCreated, twice)") != std::string::npos, e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_claims_costs_one_round_trip_with_begin) {
+    const auto first = instance("o-1"), second = instance("o-2");
+    std::vector<si::claim_request> requests;
+    for (int i = 0; i < 100; ++i) requests.push_back(request("OrderCreated", "m-" + std::to_string(i), i % 2 == 0 ? first : second));
+    auto tx = store.begin();
+    const auto before = store.statistics().round_trips;
+    const auto results = tx.claim_batch(requests);
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    BOOST_TEST(std::ranges::count_if(results, [](const si::claim_result& r) { return r.won; }) == 100);
+    const std::vector<si::claim_request> none;
+    BOOST_TEST(tx.claim_batch(none).empty());
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    tx.commit();
+}
+
+// What a batch of deliveries writes per record: its row stored (on a key claimed without rows,
+// deferred, its outcome known), states updated, instances closed. Sent with COMMIT.
+BOOST_AUTO_TEST_CASE(a_batch_of_a_hundred_deliveries_costs_two_round_trips) {
+    std::vector<si::instance_id> instances;
+    for (int i = 0; i < 10; ++i) instances.push_back(instance("o-" + std::to_string(i)));
+    std::vector<si::claim_request> requests;
+    for (int i = 0; i < 100; ++i) requests.push_back(request("OrderCreated", "m-" + std::to_string(i), instances[i % 10]));
+    auto tx = store.begin();
+    const auto before = store.statistics().round_trips;
+    const auto results = tx.claim_batch(requests);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        BOOST_TEST_REQUIRE(results[i].won);
+        const auto& key = requests[i].key;
+        BOOST_TEST((tx.store_message(row(requests[i].instance, key.type, key.idempotence_id, si::message_state::processed)) ==
+                    si::stored_as::inserted));
+    }
+    for (const auto id : instances) tx.close_instance(id, std::chrono::system_clock::now());
+    tx.commit();
+    BOOST_TEST(store.statistics().round_trips - before == 2u);  // BEGIN and the claims; the writes and COMMIT
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 100);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance WHERE state = 'CLOSED'") == 10);
+}
+
+// A deferred store keeps what the immediate one keeps: the record (bytes, a NULL key, headers
+// with an empty and a binary value, trace context), to be replayed.
+BOOST_AUTO_TEST_CASE(a_deferred_store_keeps_the_whole_record) {
+    const auto first = instance("o-1");
+    si::envelope record;
+    record.value = std::string("v\0alue", 6);
+    record.topic = "orders";
+    record.cluster = "main";
+    record.partition = 3;
+    record.offset = 42;
+    record.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+                      {"empty", ""},
+                      {"bytes", std::string("\xff\x00", 2)}};
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderShipped", "s-1", first)};
+    BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
+    auto waiting_row = row(first, "OrderShipped", "s-1", si::message_state::waiting);
+    waiting_row.payload = record;
+    BOOST_TEST((tx.store_message(waiting_row) == si::stored_as::inserted));
+    const std::vector<std::string> types{"OrderShipped"};
+    const auto waiting = tx.waiting_messages(first, types);  // reads after the deferred write
+    BOOST_TEST_REQUIRE(waiting.size() == 1u);
+    const si::envelope& stored = *waiting[0].payload;
+    BOOST_TEST(!stored.key.has_value());
+    BOOST_TEST((stored.value == record.value));
+    BOOST_TEST(stored.topic == "orders");
+    BOOST_TEST(stored.cluster == "main");
+    BOOST_TEST(stored.partition == 3);
+    BOOST_TEST(stored.offset == 42);
+    BOOST_TEST_REQUIRE(stored.headers.size() == 3u);
+    BOOST_TEST(stored.headers[1].value.empty());
+    BOOST_TEST((stored.headers[2].value == record.headers[2].value));
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE traceparent LIKE '00-0af7%'") == 1);
+}
+
+// A key with rows is stored at once: its outcome depends on them.
+BOOST_AUTO_TEST_CASE(a_claimed_key_with_a_failed_row_is_stored_at_once_and_updated) {
+    const auto first = instance("o-1");
+    stored(first, "OrderCreated", "f-1", si::message_state::failed);
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "f-1", first)};
+    BOOST_TEST_REQUIRE(tx.claim_batch(requests).at(0).won);
+    const auto before = store.statistics().round_trips;
+    BOOST_TEST((tx.store_message(row(first, "OrderCreated", "f-1", si::message_state::processed)) == si::stored_as::updated));
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round_trip) {
+    const auto known = instance("o-known");  // in the cache
+    {
+        pg::store other(options());  // on the server, not in this store's cache
+        const auto now = std::chrono::system_clock::now();
+        other.create_or_get_instance("OrderSequence", "o-elsewhere", now, now + 24h);
+    }
+    const auto now = std::chrono::system_clock::now();
+    std::vector<si::instance_creation> requests;
+    for (const std::string context : {"o-new-2", "o-elsewhere", "o-known", "o-new-1", "o-new-2"})
+        requests.push_back({"OrderSequence", context, now, now + 24h});
+    const auto before = store.statistics().round_trips;
+    const auto instances = store.create_or_get_instances(requests);
+    BOOST_TEST(store.statistics().round_trips - before == 1u);
+    BOOST_TEST_REQUIRE(instances.size() == 5u);
+    for (std::size_t i = 0; i < requests.size(); ++i) BOOST_TEST(instances[i].context_id == requests[i].context_id);
+    BOOST_TEST(instances[2].id == known);
+    BOOST_TEST(instances[0].id == instances[4].id);
+    BOOST_TEST((instances[3].state == si::instance_state::open));
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequence_instance") == 4);
+    const auto again = store.statistics().round_trips;
+    BOOST_TEST(store.create_or_get_instances(requests).at(1).id == instances[1].id);
+    BOOST_TEST(store.statistics().round_trips - again == 0u);  // all remembered now
+}
+
+BOOST_AUTO_TEST_SUITE_END()
