@@ -272,6 +272,7 @@ private:
         const entry* type;
         std::string idempotence_id;
         std::string context_id;
+        bool direct = false;  ///< not sequenced: its listener runs without claim or row (step 2)
         claim_key key() const { return {type->qualified, idempotence_id}; }
     };
 
@@ -289,7 +290,7 @@ private:
 
     delivery_result decide(const envelope& record) {
         auto classified = classify(record, nullptr);
-        if (auto* d = std::get_if<delivery>(&classified)) return sequence(*d);
+        if (auto* d = std::get_if<delivery>(&classified)) return d->direct ? handle_directly(nullptr, *d) : sequence(*d);
         return std::get<delivery_result>(std::move(classified));
     }
 
@@ -319,8 +320,9 @@ private:
         }
         if (type == nullptr) return reject(batch, record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
-        if (filtered_out) return handle_directly(batch, d);
-        if (!context_id || context_id->empty()) return without_context_id(batch, d);
+        d.direct = filtered_out || ((!context_id || context_id->empty()) && handles_without_context_id(d));
+        if (d.direct) return d;
+        if (!context_id || context_id->empty()) return reject_without_context_id(batch, d);
         d.context_id = std::move(*context_id);
         if (auto problem = unstorable(d); !problem.empty())
             return reject(batch, record, rejection::unstorable, problem, qualified, d.idempotence_id);
@@ -353,8 +355,11 @@ private:
     static std::string_view metric_type(const delivery_result& r) { return metric_label(r.qualified_type, r.rejection); }
 
     /// Step 2, the extractor returned no context id: the type's declared policy decides.
-    delivery_result without_context_id(batch_effects* batch, delivery& d) {
-        if (d.type->declaration->missing_context_id == missing_context_id_policy::handle) return handle_directly(batch, d);
+    static bool handles_without_context_id(const delivery& d) {
+        return d.type->declaration->missing_context_id == missing_context_id_policy::handle;
+    }
+
+    delivery_result reject_without_context_id(batch_effects* batch, delivery& d) {
         return reject(batch, d.record, rejection::no_context_id,
                       "no context id: the extractor of message type '" + detail::printable(d.type->qualified) +
                           "' returned none, and its policy for a missing context id is dead-letter",
@@ -503,21 +508,29 @@ private:
     /// The batch in rounds. A round claims, in one claim_batch, the first delivery of every key
     /// not claimed yet, then decides the deliveries in batch order, each after the earlier ones of
     /// its context. A key met again is claimed in a later round, once its first delivery was
-    /// decided, so that the claim sees how that one ended. After the first round every claim is
-    /// of a key this transaction inserted or deleted: none waits for another transaction, and
-    /// the first round takes claims and locks in a fixed order. False: start the batch again.
+    /// decided, so that the claim sees how that one ended — unless that claim was lost to another
+    /// transaction and the batch did not delete it since: then it is lost again without asking
+    /// (its decision, a skip, changes nothing, so it may count as taken with the first). So every
+    /// claim after the first round is of a key this transaction inserted or deleted: none waits
+    /// for another transaction, and the first round takes claims and locks in a fixed order (two
+    /// batches do not wait for each other in a cycle). False: start the batch again.
     bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
         const timestamp now = clock_.now();
         std::map<instance_id, locked_instance> locked;
         std::vector<batch_item*> pending;
         for (auto& item : items) pending.push_back(&item);
         resolve_instances(pending, now);
+        std::set<claim_key> lost;  // claims this batch lost to other transactions
         for (bool first = true; !pending.empty(); first = false) {
-            const auto round = unclaimed_first_of_each_key(pending);
+            const auto round = to_claim(pending, lost, s.batch->forgotten);
             if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
             for (batch_item* item : pending) {
+                if (item->d.direct) {  // in its place: its listener runs after the records before it
+                    results[item->index] = handle_directly(s.batch, item->d);
+                    continue;
+                }
                 if (behind.contains(context_of(*item)) || !ready(s, *item)) {
                     undecided.push_back(item);
                     behind.insert(context_of(*item));
@@ -527,6 +540,7 @@ private:
                 locked_instance unlocked;  // a lost claim reads nothing of it
                 auto& instance = claim.won ? locked.try_emplace(item->instance, held(std::move(claim.locked))).first->second : unlocked;
                 results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
+                if (!claim.won) lost.insert(item->d.key());
             }
             pending = std::move(undecided);
         }
@@ -534,7 +548,9 @@ private:
     }
 
     /// Every item's instance, unclaimed: in one call when the store can create many at once.
-    void resolve_instances(const std::vector<batch_item*>& items, timestamp now) {
+    void resolve_instances(const std::vector<batch_item*>& all, timestamp now) {
+        std::vector<batch_item*> items;
+        std::ranges::copy_if(all, std::back_inserter(items), [](const batch_item* item) { return !item->d.direct; });
         auto creation = [&](const batch_item& item) {
             const auto& seq = *item.d.type->sequence;
             return instance_creation{seq.name, item.d.context_id, now, now + seq.retention};
@@ -570,11 +586,19 @@ private:
         }
     }
 
-    static std::vector<batch_item*> unclaimed_first_of_each_key(const std::vector<batch_item*>& pending) {
+    /// The first delivery of each key that has no claim result yet; one whose key the batch lost
+    /// to another transaction (and did not delete since) is lost again without asking.
+    static std::vector<batch_item*> to_claim(const std::vector<batch_item*>& pending, const std::set<claim_key>& lost,
+                                             const std::set<claim_key>& forgotten) {
         std::set<claim_key> keys;
         std::vector<batch_item*> round;
-        for (batch_item* item : pending)
-            if (keys.insert(item->d.key()).second && !item->claim) round.push_back(item);
+        for (batch_item* item : pending) {
+            if (item->d.direct || !keys.insert(item->d.key()).second || item->claim) continue;
+            if (lost.contains(item->d.key()) && !forgotten.contains(item->d.key()))
+                item->claim = claim_result{};
+            else
+                round.push_back(item);
+        }
         return round;
     }
 
