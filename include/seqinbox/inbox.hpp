@@ -600,6 +600,7 @@ private:
     /// another context, only the round is claimed again, from a savepoint, on instances read
     /// afresh. Without savepoints the batch starts again (its listeners run again).
     bool claim_later_round(scope& s, const std::vector<batch_item*>& round, timestamp now) {
+        if (round.empty()) return true;
         if constexpr (savepoint_transaction<transaction>) {
             for (int attempt = 1;; ++attempt) {
                 auto point = s.t1.savepoint();
