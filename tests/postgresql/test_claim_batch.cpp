@@ -384,6 +384,30 @@ BOOST_AUTO_TEST_CASE(a_claimed_key_with_a_failed_row_is_stored_at_once_and_updat
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 1);
 }
 
+// The deferred stores travel together in one statement (seqinbox_store_messages). A row a
+// state step beside a dead claim transaction stored meanwhile is found under the key's lock and
+// handled as seqinbox_store_message would: a PROCESSED row kept, a FAILED row updated; the
+// other keys are inserted, no key gets a second row.
+BOOST_AUTO_TEST_CASE(deferred_stores_go_together_and_respect_rows_stored_meanwhile) {
+    const auto first = instance("o-1");
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "kept", first), request("OrderCreated", "updated", first),
+                                                  request("OrderCreated", "new-1", first), request("OrderCreated", "new-2", first)};
+    for (const auto& result : tx.claim_batch(requests)) BOOST_TEST_REQUIRE(result.won);
+    stored(first, "OrderCreated", "kept", si::message_state::processed);  // beside: committed on another connection
+    stored(first, "OrderCreated", "updated", si::message_state::failed);
+    const auto before = store.statistics().round_trips;
+    for (const auto& r : requests)
+        BOOST_TEST((tx.store_message(row(first, r.key.type, r.key.idempotence_id, si::message_state::waiting)) == si::stored_as::inserted));
+    BOOST_TEST(store.statistics().round_trips - before == 0u);  // deferred: the outcome said is the one expected
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message") == 4);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'kept' AND state = 'PROCESSED'") == 1);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'updated' AND state = 'WAITING'") == 1);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id LIKE 'new-%' AND state = 'WAITING'") == 2);
+}
+
 BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round_trip) {
     const auto known = instance("o-known");  // in the cache
     {
