@@ -425,6 +425,10 @@ namespace {
 struct many_deliveries {
     static constexpr std::size_t threads = 8, contexts = 200, deliveries = threads * 2000;
 
+    many_deliveries() {
+        for (const auto& e : work.deliveries) db.source.push(e);
+    }
+
     /// Runs `decide(inbox index, inbox)` on one thread per inbox until it returns.
     template <class Decide>
     void run(Decide decide) {
@@ -473,10 +477,6 @@ struct many_deliveries {
 
     const workload work{contexts, deliveries, 0.30, 20261130};
     shared_database db{threads};
-    const bool queued = [this] {
-        for (const auto& e : work.deliveries) db.source.push(e);
-        return true;
-    }();
     overlap_detector overlaps;
     /// Runs before each listener call's entry in service.log, on the thread of inbox `i`.
     std::function<void(std::size_t, const service_instances<>::inbox_type::context&)> on_call;
