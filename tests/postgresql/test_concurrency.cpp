@@ -418,57 +418,119 @@ struct outcome_counts {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(eight_threads_two_thousand_deliveries_each_exactly_once_in_declared_order) {
-    constexpr std::size_t threads = 8, contexts = 200, deliveries = threads * 2000;
-    const workload work(contexts, deliveries, 0.30, 20261130);
-    shared_database db(threads);
-    for (const auto& e : work.deliveries) db.source.push(e);
-    overlap_detector overlaps;
-    service_instances<> service(db, threads, [&](std::size_t, const auto& ctx) {
-        overlaps.enter(ctx.context_id);
-        std::this_thread::sleep_for(50us);  // widens the window in which an overlap would be seen
-        overlaps.leave(ctx.context_id);
-    });
+namespace {
 
+/// `threads` service instances deciding a shuffled workload of 30 % duplicates from one source
+/// at once; check() proves every message handled once, in the declared order, and nothing left.
+struct many_deliveries {
+    static constexpr std::size_t threads = 8, contexts = 200, deliveries = threads * 2000;
+
+    many_deliveries() {
+        for (const auto& e : work.deliveries) db.source.push(e);
+    }
+
+    /// Runs `decide(inbox index, inbox)` on one thread per inbox until it returns.
+    template <class Decide>
+    void run(Decide decide) {
+        const auto started = std::chrono::steady_clock::now();
+        std::vector<std::thread> workers;
+        for (std::size_t i = 0; i < service.inboxes.size(); ++i)
+            workers.emplace_back([&, i] {
+                try {
+                    decide(i, *service.inboxes[i]);
+                } catch (const std::exception& e) {
+                    std::lock_guard lock(errors_mutex);
+                    errors.emplace_back(e.what());
+                }
+            });
+        for (auto& w : workers) w.join();
+        const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        BOOST_TEST_MESSAGE(deliveries << " deliveries (" << work.logical.size() << " logical messages, " << contexts << " contexts) on "
+                                      << threads << " threads in " << elapsed << " s (" << static_cast<double>(deliveries) / elapsed
+                                      << " deliveries/s)");
+    }
+
+    /// `calls`: the listener calls whose decisions committed.
+    void check(const si::testing::call_log& calls) {
+        BOOST_TEST(errors.empty(), errors.size() << " deliveries threw, first: " << (errors.empty() ? "" : errors.front()));
+        BOOST_TEST(db.source.acknowledged().size() == deliveries);
+        BOOST_TEST(outcomes[si::outcome::processed] + outcomes[si::outcome::buffered] == work.logical.size());
+        BOOST_TEST(outcomes[si::outcome::duplicate] == deliveries - work.logical.size());
+        BOOST_TEST(outcomes.released.load() == outcomes[si::outcome::buffered]);
+        BOOST_TEST(calls.size() == work.logical.size());
+        for (const auto& e : work.logical) {
+            const std::string id(*e.find_header("idempotence-id"));
+            BOOST_TEST(calls.count(std::string(*e.find_header("message-type")), id) == 1u, id);
+        }
+        for (std::size_t c = 0; c < contexts; ++c) {
+            const std::string context_id = "order-" + std::to_string(c);
+            BOOST_TEST(first_out_of_order(service.inboxes[0]->declared(), calls.order_of(context_id)) == "", context_id);
+        }
+        BOOST_TEST(overlaps.overlaps() == 0);
+        BOOST_TEST(db.instances("CLOSED") == static_cast<long long>(contexts));
+        BOOST_TEST(db.instances("OPEN") == 0);
+        BOOST_TEST(db.rows() == static_cast<long long>(work.logical.size()));
+        BOOST_TEST(db.rows("state = 'PROCESSED'") == static_cast<long long>(work.logical.size()));
+        BOOST_TEST(db.claims() == static_cast<long long>(work.logical.size()));
+        BOOST_TEST(db.sink.size() == 0u);
+    }
+
+    const workload work{contexts, deliveries, 0.30, 20261130};
+    shared_database db{threads};
+    overlap_detector overlaps;
+    /// Runs before each listener call's entry in service.log, on the thread of inbox `i`.
+    std::function<void(std::size_t, const service_instances<>::inbox_type::context&)> on_call;
+    service_instances<> service{db, threads, [this](std::size_t i, const auto& ctx) {
+                                    overlaps.enter(ctx.context_id);
+                                    std::this_thread::sleep_for(50us);  // widens the window in which an overlap would be seen
+                                    overlaps.leave(ctx.context_id);
+                                    if (on_call) on_call(i, ctx);
+                                }};
     outcome_counts outcomes;
     std::mutex errors_mutex;
     std::vector<std::string> errors;
-    const auto started = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
-    for (auto& inbox : service.inboxes)
-        workers.emplace_back([&, in = inbox.get()] {
-            try {
-                while (auto result = in->poll_once()) outcomes.add(*result);
-            } catch (const std::exception& e) {
-                std::lock_guard lock(errors_mutex);
-                errors.emplace_back(e.what());
-            }
-        });
-    for (auto& w : workers) w.join();
-    const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    BOOST_TEST_MESSAGE(deliveries << " deliveries (" << work.logical.size() << " logical messages, " << contexts << " contexts) on "
-                                  << threads << " threads in " << elapsed << " s (" << static_cast<double>(deliveries) / elapsed
-                                  << " deliveries/s)");
+};
 
-    BOOST_TEST(errors.empty(), errors.size() << " deliveries threw, first: " << (errors.empty() ? "" : errors.front()));
-    BOOST_TEST(db.source.acknowledged().size() == deliveries);
-    BOOST_TEST(outcomes[si::outcome::processed] + outcomes[si::outcome::buffered] == work.logical.size());
-    BOOST_TEST(outcomes[si::outcome::duplicate] == deliveries - work.logical.size());
-    BOOST_TEST(outcomes.released.load() == outcomes[si::outcome::buffered]);
-    BOOST_TEST(service.log.size() == work.logical.size());
-    for (const auto& e : work.logical) {
-        const std::string id(*e.find_header("idempotence-id"));
-        BOOST_TEST(service.log.count(std::string(*e.find_header("message-type")), id) == 1u, id);
-    }
-    for (std::size_t c = 0; c < contexts; ++c) {
-        const std::string context_id = "order-" + std::to_string(c);
-        BOOST_TEST(first_out_of_order(service.inboxes[0]->declared(), service.log.order_of(context_id)) == "", context_id);
-    }
-    BOOST_TEST(overlaps.overlaps() == 0);
-    BOOST_TEST(db.instances("CLOSED") == static_cast<long long>(contexts));
-    BOOST_TEST(db.instances("OPEN") == 0);
-    BOOST_TEST(db.rows() == static_cast<long long>(work.logical.size()));
-    BOOST_TEST(db.rows("state = 'PROCESSED'") == static_cast<long long>(work.logical.size()));
-    BOOST_TEST(db.claims() == static_cast<long long>(work.logical.size()));
-    BOOST_TEST(db.sink.size() == 0u);
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(eight_threads_two_thousand_deliveries_each_exactly_once_in_declared_order, many_deliveries) {
+    run([&](std::size_t, auto& inbox) {
+        while (auto result = inbox.poll_once()) outcomes.add(*result);
+    });
+    check(service.log);
+}
+
+// The same under batches of 50, each in one transaction: claim_batch, many contexts' instances at
+// once and the pool's connections on eight threads at once (the batch path under ThreadSanitizer).
+// A batch that did not commit is decided again whole; its listener calls count only once it commits.
+BOOST_FIXTURE_TEST_CASE(eight_threads_deciding_batches_handle_each_message_once_in_declared_order, many_deliveries) {
+    constexpr std::size_t batch_size = 50, max_attempts = 10;
+    std::vector<std::vector<si::testing::call_log::call>> uncommitted(threads);  // [i]: only inbox i's thread
+    si::testing::call_log committed;
+    std::atomic<std::size_t> retried{0};
+    on_call = [&](std::size_t i, const auto& ctx) {
+        uncommitted[i].push_back({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
+    };
+    // Under the batch's instance locks still, so that each context's calls are logged in their order.
+    auto log_committed = [&](std::size_t i) {
+        for (auto& call : uncommitted[i]) committed.add(std::move(call));
+        uncommitted[i].clear();
+    };
+    run([&](std::size_t i, auto& inbox) {
+        for (auto records = db.source.poll_batch(batch_size); !records.empty(); records = db.source.poll_batch(batch_size)) {
+            for (std::size_t attempt = 1;; ++attempt) {
+                try {
+                    for (const auto& result : inbox.deliver_batch(records, {.before_commit = [&] { log_committed(i); }})) outcomes.add(result);
+                    break;
+                } catch (const si::error& e) {
+                    uncommitted[i].clear();
+                    if (e.category() != si::error_category::retryable || attempt == max_attempts) throw;
+                    ++retried;
+                }
+            }
+            for (const auto& record : records) db.source.acknowledge(record);
+        }
+    });
+    BOOST_TEST_MESSAGE(retried.load() << " batches decided again after a retryable error");
+    check(committed);
 }
