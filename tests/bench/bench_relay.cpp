@@ -15,10 +15,10 @@
 // threads delivering batches of 100 records to a database of their own on the same server;
 // relay_vs_batch_4 is the ratio of the two.
 //
-//   bench_relay [--records N] [--seconds N] [--quick]
+//   bench_relay [--records N] [--seconds N] [--quick] [-- RELAY OPTION...]
 //       --records: input records of the relay run (default 20,000); --seconds: length of the
 //       batch run (default 3); --quick: 1,000 records and a batch run of 600 deliveries, for the
-//       CTest smoke run.
+//       CTest smoke run. Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
 //
 // Prints one `name value` pair per line. Exits non-zero when a check fails: an output record
 // missing, repeated or altered, a context's output out of declared order, a message not
@@ -74,9 +74,10 @@ constexpr std::uint64_t seed = 19;
 struct options {
     std::size_t records = 20'000;
     run_length batch_run;
+    std::vector<std::string> relay_options;  ///< added to the relay's arguments (after `--`)
 };
 
-constexpr const char* usage = "usage: bench_relay [--records N] [--seconds N] [--quick]\n";
+constexpr const char* usage = "usage: bench_relay [--records N] [--seconds N] [--quick] [-- RELAY OPTION...]\n";
 
 options parse_options(int argc, char** argv) {
     options o;
@@ -87,6 +88,9 @@ options parse_options(int argc, char** argv) {
             o.records = positive_number(arg, argv[++i]);
         } else if (arg == "--seconds" && has_value) {
             o.batch_run.seconds = positive_number(arg, argv[++i]);
+        } else if (arg == "--") {
+            o.relay_options.assign(argv + i + 1, argv + argc);
+            break;
         } else if (arg == "--quick") {
             o.records = 1'000;
             o.batch_run.deliveries = 600;
@@ -195,7 +199,7 @@ wall_clock::time_point log_time(std::string_view line) {
 /// When the relay's consumer got its partitions, from its log.
 wall_clock::time_point assignment_time(const std::string& log) {
     const auto at = log.find("': assigned ");
-    require(at != std::string::npos, "the relay logged no partition assignment:\n" + log);
+    require(at != std::string::npos, "the relay logged no partition assignment (it logs it at --log-level info):\n" + log);
     const auto line_start = log.rfind('\n', at);
     return log_time(std::string_view(log).substr(line_start == std::string::npos ? 0 : line_start + 1));
 }
@@ -221,7 +225,7 @@ struct scratch_dir {
 
 /// Preloads the input, runs the relay until every released message is on the output topic,
 /// checks the output and the database; the relay's records per second.
-double run_relay(pg_server& server, std::size_t records) {
+double run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options) {
     using namespace seqinbox::test;
     const std::string conninfo = server.create_database();
     pg::migrate(conninfo);
@@ -239,9 +243,10 @@ double run_relay(pg_server& server, std::size_t records) {
     output_tally seen;
 
     const auto started = wall_clock::now();
-    relay_process relay(relay_arguments(dir.path / "orders.yaml", conninfo, cluster.bootstraps(), "bench-relay",
-                                        static_cast<int>(relay_threads)),
-                        dir.path / "relay.log");
+    auto arguments = relay_arguments(dir.path / "orders.yaml", conninfo, cluster.bootstraps(), "bench-relay",
+                                     static_cast<int>(relay_threads));
+    arguments.insert(arguments.end(), relay_options.begin(), relay_options.end());
+    relay_process relay(arguments, dir.path / "relay.log");
     const auto last_output = reader.read_until(seen, work.logical);
     require(last_output.has_value(), std::to_string(seen.distinct()) + " of " + std::to_string(work.logical) +
                                          " released messages on the output topic after " + std::to_string(patience.count()) +
@@ -254,6 +259,9 @@ double run_relay(pg_server& server, std::size_t records) {
     require(count(conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == static_cast<long long>(work.logical),
             "not every message is PROCESSED");
 
+    // Transactions of the relay's database: how far batches cut the commits (and WAL flushes).
+    const long long commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+    print("relay_db_commits", static_cast<std::size_t>(commits));
     const auto assigned = assignment_time(relay.log());
     const double seconds = std::chrono::duration<double>(*last_output - assigned).count();
     const auto input_records = static_cast<double>(work.records.size());
@@ -290,7 +298,7 @@ void run(const options& o) {
         soci::session session(soci::postgresql, server.conninfo());
         print_server_settings(session);
     }
-    const double relay = run_relay(server, o.records);
+    const double relay = run_relay(server, o.records, o.relay_options);
     const double batches = run_batches(server, o.batch_run);
     print("relay_vs_batch_4", relay / batches);
 }

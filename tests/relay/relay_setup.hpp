@@ -30,13 +30,12 @@ inline constexpr const char* declarations_yaml = R"(sequences:
 )";
 
 /// `seqinbox run`'s arguments for these topics and declarations (written to `declarations`),
-/// `threads` consumer threads in consumer group `group`.
+/// `threads` consumer threads in consumer group `group`; the jobs run at their default intervals.
 inline std::vector<std::string> relay_arguments(const std::filesystem::path& declarations, const std::string& conninfo,
                                                 const std::string& bootstraps, const std::string& group, int threads) {
     return {"--declarations", declarations.string(), "--postgres", conninfo, "--bootstrap-servers", bootstraps,
             "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
-            "--group-id", group, "--threads", std::to_string(threads), "--http-port", "0", "--actions-every", "200ms",
-            "--housekeeping-every", "1s", "--removal-delay", "1h", "--consumer-property", "session.timeout.ms=6000",
+            "--group-id", group, "--threads", std::to_string(threads), "--http-port", "0", "--consumer-property", "session.timeout.ms=6000",
             "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
             "--producer-property", "log_level=0"};
 }

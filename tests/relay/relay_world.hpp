@@ -56,7 +56,9 @@ struct relay_world {
     }
 
     std::vector<std::string> arguments(const std::string& group = "relay-test", int threads = 2) const {
-        return relay_arguments(dir / "orders.yaml", conninfo, cluster.bootstraps(), group, threads);
+        auto arguments = relay_arguments(dir / "orders.yaml", conninfo, cluster.bootstraps(), group, threads);
+        arguments.insert(arguments.end(), {"--actions-every", "200ms", "--housekeeping-every", "1s", "--removal-delay", "1h"});
+        return arguments;
     }
 
     long long published() const {
