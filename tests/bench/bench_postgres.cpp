@@ -83,6 +83,7 @@ using seqinbox::bench::bench_sequence;
 using seqinbox::bench::chain_types;
 using seqinbox::bench::check_failed;
 using seqinbox::bench::measure_inbox;
+using seqinbox::bench::median;
 using seqinbox::bench::positive_number;
 using seqinbox::bench::print_server_settings;
 using seqinbox::bench::require;
@@ -564,12 +565,6 @@ pg::store_options store_options_for(const scratch_database& db) {
     s.conninfo = db.conninfo();
     s.pool_size = 8;  // two per thread of the 4-thread run
     return s;
-}
-
-double median(std::vector<double> values) {
-    std::ranges::sort(values);
-    const std::size_t mid = values.size() / 2;
-    return values.size() % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 /// What compare measures: the inbox delivering by `how` against pgbench running `script`, whose

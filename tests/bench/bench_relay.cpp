@@ -15,10 +15,10 @@
 // threads delivering batches of 100 records to a database of their own on the same server;
 // relay_vs_batch_4 is the ratio of the two.
 //
-//   bench_relay [--records N] [--seconds N] [--quick] [-- RELAY OPTION...]
-//       --records: input records of the relay run (default 20,000); --seconds: length of the
-//       batch run (default 3); --quick: 1,000 records and a batch run of 600 deliveries, for the
-//       CTest smoke run. Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
+//   bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]
+//       --records: input records of a relay run (default 20,000); --rounds: relay and batch runs
+//       (default 3, figures are medians); --seconds: length of a batch run (default 3); --quick:
+//       one round of 1,000 records and a batch run of 600 deliveries, for the CTest smoke run. Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
 //
 // Prints one `name value` pair per line. Exits non-zero when a check fails: an output record
 // missing, repeated or altered, a context's output out of declared order, a message not
@@ -73,11 +73,12 @@ constexpr std::uint64_t seed = 19;
 
 struct options {
     std::size_t records = 20'000;
+    std::size_t rounds = 3;
     run_length batch_run;
     std::vector<std::string> relay_options;  ///< added to the relay's arguments (after `--`)
 };
 
-constexpr const char* usage = "usage: bench_relay [--records N] [--seconds N] [--quick] [-- RELAY OPTION...]\n";
+constexpr const char* usage = "usage: bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]\n";
 
 options parse_options(int argc, char** argv) {
     options o;
@@ -86,6 +87,8 @@ options parse_options(int argc, char** argv) {
         const bool has_value = i + 1 < argc;
         if (arg == "--records" && has_value) {
             o.records = positive_number(arg, argv[++i]);
+        } else if (arg == "--rounds" && has_value) {
+            o.rounds = positive_number(arg, argv[++i]);
         } else if (arg == "--seconds" && has_value) {
             o.batch_run.seconds = positive_number(arg, argv[++i]);
         } else if (arg == "--") {
@@ -93,6 +96,7 @@ options parse_options(int argc, char** argv) {
             break;
         } else if (arg == "--quick") {
             o.records = 1'000;
+            o.rounds = 1;
             o.batch_run.deliveries = 600;
         } else {
             throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
@@ -223,9 +227,20 @@ struct scratch_dir {
     scratch_dir& operator=(const scratch_dir&) = delete;
 };
 
+/// One relay run.
+struct relay_figures {
+    std::size_t input_records = 0;
+    std::size_t output_records = 0;
+    long long db_commits = 0;  ///< transactions of the relay's database: how far batches cut them
+    double join_s = 0;         ///< from the process start to the partition assignment
+    double seconds = 0;        ///< from the assignment to the last output record
+    double per_s_from_start = 0;
+    double per_s() const { return static_cast<double>(input_records) / seconds; }
+};
+
 /// Preloads the input, runs the relay until every released message is on the output topic,
-/// checks the output and the database; the relay's records per second.
-double run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options) {
+/// checks the output and the database.
+relay_figures run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options) {
     using namespace seqinbox::test;
     const std::string conninfo = server.create_database();
     pg::migrate(conninfo);
@@ -259,20 +274,15 @@ double run_relay(pg_server& server, std::size_t records, const std::vector<std::
     require(count(conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == static_cast<long long>(work.logical),
             "not every message is PROCESSED");
 
-    // Transactions of the relay's database: how far batches cut the commits (and WAL flushes).
-    const long long commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
-    print("relay_db_commits", static_cast<std::size_t>(commits));
+    relay_figures f;
+    f.input_records = work.records.size();
+    f.output_records = work.logical;
+    f.db_commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
     const auto assigned = assignment_time(relay.log());
-    const double seconds = std::chrono::duration<double>(*last_output - assigned).count();
-    const auto input_records = static_cast<double>(work.records.size());
-    print("relay_threads", relay_threads);
-    print("relay_input_records", work.records.size());
-    print("relay_output_records", work.logical);
-    print("relay_join_s", std::chrono::duration<double>(assigned - started).count());
-    print("relay_seconds", seconds);
-    print("relay_records_per_s_from_start", input_records / std::chrono::duration<double>(*last_output - started).count());
-    print("relay_records_per_s", input_records / seconds);
-    return input_records / seconds;
+    f.join_s = std::chrono::duration<double>(assigned - started).count();
+    f.seconds = std::chrono::duration<double>(*last_output - assigned).count();
+    f.per_s_from_start = static_cast<double>(f.input_records) / std::chrono::duration<double>(*last_output - started).count();
+    return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,20 +297,38 @@ double run_batches(pg_server& server, const run_length& length) {
     tally total;
     const run_result r = measure_inbox(store, batch_threads, "batch", length, total, unit::batch);
     require_all_processed(r, "batch");
-    print("deliveries_batch_4", r.done.deliveries + r.done.duplicates);
-    print("deliveries_per_s_batch_4", r.deliveries_per_s());
     return r.deliveries_per_s();
 }
 
+/// Medians over the rounds; relay_vs_batch_4 is the median of the per-round ratios, so that both
+/// sides of a ratio ran under the same load (the machine is shared and noisy).
 void run(const options& o) {
     pg_server server(pg_server::commits::durable);
     {
         soci::session session(soci::postgresql, server.conninfo());
         print_server_settings(session);
     }
-    const double relay = run_relay(server, o.records, o.relay_options);
-    const double batches = run_batches(server, o.batch_run);
-    print("relay_vs_batch_4", relay / batches);
+    std::vector<relay_figures> relays;
+    std::vector<double> relay_rates, from_start, batch_rates, ratios;
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+        relays.push_back(run_relay(server, o.records, o.relay_options));
+        relay_rates.push_back(relays.back().per_s());
+        from_start.push_back(relays.back().per_s_from_start);
+        batch_rates.push_back(run_batches(server, o.batch_run));
+        ratios.push_back(relay_rates.back() / batch_rates.back());
+    }
+    print("rounds", o.rounds);
+    print("relay_threads", relay_threads);
+    print("relay_input_records", relays.front().input_records);
+    print("relay_output_records", relays.front().output_records);
+    print("relay_db_commits", static_cast<std::size_t>(relays.front().db_commits));
+    print("relay_join_s", std::ranges::max(relays, {}, &relay_figures::join_s).join_s);
+    print("relay_records_per_s_from_start", median(from_start));
+    print("relay_records_per_s", median(relay_rates));
+    print("deliveries_per_s_batch_4", median(batch_rates));
+    print("relay_vs_batch_4", median(ratios));
+    print("relay_vs_batch_4_min", std::ranges::min(ratios));
+    print("relay_vs_batch_4_max", std::ranges::max(ratios));
 }
 
 }  // namespace

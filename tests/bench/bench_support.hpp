@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the benchmarks: `name value` output lines, correctness checks that fail the run, and
 // timing helpers.
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace seqinbox::bench {
 
@@ -37,6 +39,12 @@ inline std::size_t positive_number(std::string_view flag, std::string_view text)
     if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
         throw std::invalid_argument(std::string(flag) + " needs a positive number, not '" + std::string(text) + "'");
     return n;
+}
+
+inline double median(std::vector<double> values) {
+    std::ranges::sort(values);
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 inline double elapsed_ns(clock_type::time_point from, clock_type::time_point to) {
