@@ -381,20 +381,44 @@ private:
         return result;
     }
 
-    /// What the claim transaction knows once it holds the instance row lock. `waiting` stays
-    /// complete while the lock is held, so the release pass skips types with nothing waiting.
+    /// A WAITING message a batch buffered and has not stored: a release within the batch stores
+    /// it once, in its final state (no WAITING row and no read of it); the batch's end stores
+    /// the rest. Its place in `unstored` is its arrival.
+    struct unstored_row {
+        message_record row;  ///< id 0: not stored
+        bool settled = false;
+    };
+
+    /// What the claim transaction knows once it holds the instance row lock. `waiting` (types
+    /// with stored WAITING rows) stays complete while the lock is held, so the release pass skips
+    /// types with nothing waiting.
     struct locked_instance {
         sequence_instance row;
         detail::processed_set processed;
         std::vector<std::string> waiting;
+        std::vector<unstored_row> unstored;  ///< a batch's only
 
         bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
+
+        /// The unstored rows still waiting whose type `wanted(type)` accepts, into `plan`.
+        template <class Wanted>
+        void add_unstored(detail::release_plan& plan, Wanted wanted) const {
+            for (std::size_t i = 0; i < unstored.size(); ++i)
+                if (!unstored[i].settled && wanted(unstored[i].row.type)) plan.add_unstored(unstored[i].row, i);
+        }
+
+        /// The replay of `row` stored its final state: not stored again at the batch's end.
+        void settle(const message_record& row) {
+            if (row.id != 0) return;
+            for (auto& u : unstored)
+                if (u.row.key() == row.key()) u.settled = true;
+        }
     };
 
     static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
 
     static locked_instance held(instance_lock lock) {
-        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting)};
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}};
     }
 
     /// Steps 3 to 7 of docs/processing.md.
@@ -508,21 +532,22 @@ private:
     /// The batch in rounds. A round claims, in one claim_batch, the first delivery of every key
     /// not claimed yet, then decides the deliveries in batch order, each after the earlier ones of
     /// its context. A key met again is claimed in a later round, once its first delivery was
-    /// decided, so that the claim sees how that one ended — unless that claim was lost to another
-    /// transaction and the batch did not delete it since: then it is lost again without asking
-    /// (its decision, a skip, changes nothing, so it may count as taken with the first). So every
-    /// claim after the first round is of a key this transaction inserted or deleted: none waits
-    /// for another transaction, and the first round takes claims and locks in a fixed order (two
-    /// batches do not wait for each other in a cycle). False: start the batch again.
+    /// decided, so that the claim sees how that one ended — unless the batch did not delete that
+    /// claim since: won by the batch or lost to another transaction, it is lost again without
+    /// asking (its decision, a skip, changes nothing, so it may count as taken with the first).
+    /// So later rounds only follow failures, every claim in them is of a key this transaction
+    /// deleted, none waits for another transaction, and the first round takes claims and locks in
+    /// a fixed order (two batches do not wait for each other in a cycle). What the batch buffered
+    /// and did not release is stored at the end. False: start the batch again.
     bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
         const timestamp now = clock_.now();
         std::map<instance_id, locked_instance> locked;
         std::vector<batch_item*> pending;
         for (auto& item : items) pending.push_back(&item);
         resolve_instances(pending, now);
-        std::set<claim_key> lost;  // claims this batch lost to other transactions
+        std::set<claim_key> tried;  // keys whose claim a decision of the batch tried
         for (bool first = true; !pending.empty(); first = false) {
-            const auto round = to_claim(pending, lost, s.batch->forgotten);
+            const auto round = to_claim(pending, tried, s.batch->forgotten);
             if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
@@ -540,10 +565,11 @@ private:
                 locked_instance unlocked;  // a lost claim reads nothing of it
                 auto& instance = claim.won ? locked.try_emplace(item->instance, held(std::move(claim.locked))).first->second : unlocked;
                 results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
-                if (!claim.won) lost.insert(item->d.key());
+                tried.insert(item->d.key());
             }
             pending = std::move(undecided);
         }
+        store_unstored(s, locked);
         return true;
     }
 
@@ -574,6 +600,7 @@ private:
     /// another context, only the round is claimed again, from a savepoint, on instances read
     /// afresh. Without savepoints the batch starts again (its listeners run again).
     bool claim_later_round(scope& s, const std::vector<batch_item*>& round, timestamp now) {
+        if (round.empty()) return true;
         if constexpr (savepoint_transaction<transaction>) {
             for (int attempt = 1;; ++attempt) {
                 auto point = s.t1.savepoint();
@@ -586,15 +613,15 @@ private:
         }
     }
 
-    /// The first delivery of each key that has no claim result yet; one whose key the batch lost
-    /// to another transaction (and did not delete since) is lost again without asking.
-    static std::vector<batch_item*> to_claim(const std::vector<batch_item*>& pending, const std::set<claim_key>& lost,
+    /// The first delivery of each key that has no claim result yet; one whose key's claim the
+    /// batch tried before (and did not delete since) is lost again without asking.
+    static std::vector<batch_item*> to_claim(const std::vector<batch_item*>& pending, const std::set<claim_key>& tried,
                                              const std::set<claim_key>& forgotten) {
         std::set<claim_key> keys;
         std::vector<batch_item*> round;
         for (batch_item* item : pending) {
             if (item->d.direct || !keys.insert(item->d.key()).second || item->claim) continue;
-            if (lost.contains(item->d.key()) && !forgotten.contains(item->d.key()))
+            if (tried.contains(item->d.key()) && !forgotten.contains(item->d.key()))
                 item->claim = claim_result{};
             else
                 round.push_back(item);
@@ -740,13 +767,17 @@ private:
     /// A release pass over every WAITING message of the locked instance, whatever made it ready.
     void release_all_waiting(scope& s, locked_instance& locked, const std::string& context_id, delivery_result& result) {
         transaction& t1 = s.t1;
-        if (locked.waiting.empty()) return;
+        const bool unstored = std::ranges::any_of(locked.unstored, [](const unstored_row& u) { return !u.settled; });
+        if (locked.waiting.empty() && !unstored) return;
         const instance_id instance = locked.row.id;
         detail::release_plan plan(condition_lookup(), locked.processed);
         detail::twin_rows twins;
         for (const auto& type : locked.waiting) plan.mark_fetched(type);
-        for (auto& row : t1.waiting_messages(instance, locked.waiting))
-            if (twins.admit(row)) plan.add(std::move(row));
+        for (const auto& u : locked.unstored) plan.mark_fetched(catalog_.find(u.row.type)->qualified);
+        if (!locked.waiting.empty())
+            for (auto& row : t1.waiting_messages(instance, locked.waiting))
+                if (twins.admit(row)) plan.add(std::move(row));
+        locked.add_unstored(plan, [](const std::string&) { return true; });
         run_release(s, instance, context_id, locked, plan, twins, result);
     }
 
@@ -836,16 +867,36 @@ private:
     }
 
     void warn_if_taken_over(stored_as what, const delivery& d) {
-        if (what == stored_as::left_existing)
-            log(log_level::warn, [&] {
-                return "a takeover of the claim stored " + describe(d) + " first; its row is kept" +
-                       " (the listener may have run twice: the documented at-least-once window)";
-            });
+        if (what == stored_as::left_existing) warn_taken_over(describe(d));
+    }
+
+    void warn_if_taken_over(stored_as what, const claim_key& key) {
+        if (what == stored_as::left_existing) warn_taken_over(detail::loggable_message(key.type, key.idempotence_id));
+    }
+
+    void warn_taken_over(const std::string& message) {
+        log(log_level::warn, [&] {
+            return "a takeover of the claim stored " + message + " first; its row is kept" +
+                   " (the listener may have run twice: the documented at-least-once window)";
+        });
     }
 
     void buffer(scope& s, locked_instance& locked, const delivery& d, timestamp now) {
-        store_state(s, d, row_for(locked.row.id, d, message_state::waiting, now, true));
-        if (!locked.may_wait(d.type->qualified)) locked.waiting.push_back(d.type->qualified);  // a batch decides more on it
+        message_record row = row_for(locked.row.id, d, message_state::waiting, now, true);
+        if (s.batch != nullptr)
+            locked.unstored.push_back({std::move(row)});
+        else
+            store_state(s, d, std::move(row));
+    }
+
+    /// The batch's end: what it buffered and did not release is stored WAITING.
+    void store_unstored(scope& s, std::map<instance_id, locked_instance>& locked) {
+        for (auto& [id, instance] : locked)
+            for (auto& u : instance.unstored)
+                if (!std::exchange(u.settled, true)) {
+                    const claim_key key = u.row.key();
+                    warn_if_taken_over(s.t1.store_message(std::move(u.row)), key);
+                }
     }
 
     /// The listener threw on the direct path: FAILED, the claim gone (so that a resend retries),
@@ -893,12 +944,14 @@ private:
         return [this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; };
     }
 
-    void run_release(scope& s, instance_id instance, const std::string& context_id, const locked_instance& locked,
+    void run_release(scope& s, instance_id instance, const std::string& context_id, locked_instance& locked,
                      detail::release_plan& plan, detail::twin_rows& twins, delivery_result& result) {
         transaction& t1 = s.t1;
         while (plan.has_ready()) {
             message_record row = plan.take_next();
-            if (!replay(s, row, twins.of(row.key()), context_id)) {
+            const bool replayed = replay(s, row, twins.of(row.key()), context_id);
+            locked.settle(row);
+            if (!replayed) {
                 ++result.release_failures;
                 continue;
             }
@@ -907,17 +960,22 @@ private:
         }
     }
 
+    /// The waiting messages of `type`'s dependents not fetched yet: stored rows read only for the
+    /// types that may have some, and the batch's unstored rows.
     void fetch_dependents(transaction& t1, instance_id instance, const locked_instance& locked, detail::release_plan& plan,
                           detail::twin_rows& twins, const std::string& type) {
-        const auto& dependents = catalog_.find(type)->dependents;
-        auto is_new = [&](const std::string& t) { return !plan.fetched(t) && locked.may_wait(t); };
-        const auto fresh = static_cast<std::size_t>(std::ranges::count_if(dependents, is_new));
-        if (fresh == 0) return;
-        std::vector<std::string> some;  // only when part of them was fetched before
-        if (fresh < dependents.size()) std::ranges::copy_if(dependents, std::back_inserter(some), is_new);
-        for (const auto& dependent : dependents) plan.mark_fetched(dependent);
-        for (auto& row : t1.waiting_messages(instance, fresh == dependents.size() ? std::span(dependents) : std::span(some)))
-            if (twins.admit(row)) plan.add(std::move(row));
+        std::vector<const std::string*> fresh;
+        for (const auto& dependent : catalog_.find(type)->dependents)
+            if (!plan.fetched(dependent)) fresh.push_back(&dependent);
+        std::vector<std::string> stored;
+        for (const std::string* dependent : fresh) {
+            plan.mark_fetched(*dependent);
+            if (locked.may_wait(*dependent)) stored.push_back(*dependent);
+        }
+        if (!stored.empty())
+            for (auto& row : t1.waiting_messages(instance, stored))
+                if (twins.admit(row)) plan.add(std::move(row));
+        locked.add_unstored(plan, [&](const std::string& t) { return std::ranges::any_of(fresh, [&](const std::string* f) { return *f == t; }); });
     }
 
     /// Closes the locked instance; `locked` says so from now on (a batch decides more on it).
@@ -953,7 +1011,7 @@ private:
             require_connection(t1, row.type, row.idempotence_id);
             const std::string reason = listener_failure();
             auto mark_failed = [&](transaction* tx) {
-                for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::failed, clock_.now());
+                set_state(*tx, row, twins, message_state::failed, clock_.now());
                 forget(s, *tx, row.key());
             };
             // At once, even in a batch: no source brings a released message back, so a crash
@@ -968,13 +1026,24 @@ private:
         }
         require_alive(t1, row.type, row.idempotence_id, "while a released listener ran");
         const timestamp now = clock_.now();
-        run_state(s, [&](transaction* tx) {
-            for (message_id id : with_twins(row.id, twins)) tx->update_message_state(id, message_state::processed, now);
-        });
+        run_state(s, [&](transaction* tx) { set_state(*tx, row, twins, message_state::processed, now); });
         decision event = about(decision_kind::released, row.type, row.idempotence_id, context_id);
         event.waited = now - row.created_at;
         decided(event);
         return true;
+    }
+
+    /// A replayed row's new state, on its twins too; a row the batch did not store yet is stored
+    /// once, in that state.
+    void set_state(transaction& tx, const message_record& row, const std::vector<message_id>& twins, message_state state, timestamp now) {
+        if (row.id == 0) {
+            message_record settled = row;
+            settled.state = state;
+            settled.state_changed_at = now;
+            warn_if_taken_over(tx.store_message(std::move(settled)), row.key());
+            return;
+        }
+        for (message_id id : with_twins(row.id, twins)) tx.update_message_state(id, state, now);
     }
 
     static std::vector<message_id> with_twins(message_id id, std::vector<message_id> twins) {

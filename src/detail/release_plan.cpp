@@ -26,7 +26,13 @@ void release_plan::mark_fetched(const std::string& type) {
 }
 
 void release_plan::add(message_record row) {
-    entries_.push_back({std::move(row), false});
+    const arrival order{false, row.id};
+    entries_.push_back({std::move(row), order, false});
+    evaluate(entries_.size() - 1);
+}
+
+void release_plan::add_unstored(message_record row, std::size_t arrival_number) {
+    entries_.push_back({std::move(row), {true, static_cast<std::int64_t>(arrival_number)}, false});
     evaluate(entries_.size() - 1);
 }
 
@@ -52,7 +58,7 @@ void release_plan::evaluate(std::size_t index) {
     const condition& cond = condition_of_(e.row.type);
     if (cond.satisfied(processed_->is_processed())) {
         e.queued = true;
-        ready_.emplace(e.row.id, index);
+        ready_.emplace(e.order, index);
         return;
     }
     cond.for_each_predecessor([&](const std::string& predecessor) {

@@ -18,8 +18,10 @@
 // batch_size keys, one unnest insert of as many rows, commit) at N clients: its rows/s is
 // pgbench_batch_rows_per_s_N. The batch workload: every other context in reverse declared order
 // (buffered, then released within the batch), every fifth message sent twice (a duplicate to
-// skip). --preload N first stores N claims and N PROCESSED messages of another sequence, so that
-// the figures can be compared with an empty database's.
+// skip). --preload N also measures the one-thread batch figure on a second database of the same
+// server holding N claims and N PROCESSED messages of another sequence, in rounds alternating
+// with the empty database: deliveries_per_s_batch_1_preloaded, and preloaded_vs_empty_batch_1
+// (median of the per-round ratios).
 // Besides the figures it prints, per delivery and per store call, the round trips (rt_<call>)
 // and microseconds (us_<call>) of a one-thread run: t1_ is the claim transaction, t2_ the
 // requires_new transaction that stores the PROCESSED row.
@@ -625,6 +627,34 @@ void preload(soci::session& db, std::size_t n) {
     print("preloaded", static_cast<double>(n));
 }
 
+/// The one-thread batch figure on a database preloaded with `o.preload` claims and messages,
+/// against `empty` on the same server, round by round. Verifies what the preloaded runs stored.
+void compare_preloaded(pg::store& empty, const std::string& admin_conninfo, const options& o, tally& total) {
+    const scratch_database db(admin_conninfo);
+    pg::migrate(db.conninfo());
+    soci::session session(soci::postgresql, db.conninfo());
+    preload(session, o.preload);
+    tally preloaded_total;
+    std::vector<double> rates, ratios;
+    {
+        pg::store preloaded(store_options_for(db));
+        for (std::size_t round = 0; round < o.rounds; ++round) {
+            const std::string name = "preload_r" + std::to_string(round);
+            const run_result with = measure_inbox(preloaded, 1, name, o, preloaded_total, unit::batch);
+            const run_result without = measure_inbox(empty, 1, name + "_empty", o, total, unit::batch);
+            require_all_processed(with, name);
+            require_all_processed(without, name + "_empty");
+            rates.push_back(with.deliveries_per_s());
+            ratios.push_back(with.deliveries_per_s() / without.deliveries_per_s());
+        }
+    }
+    verify_committed_state(session, preloaded_total);
+    print("deliveries_per_s_batch_1_preloaded", median(rates));
+    print("preloaded_vs_empty_batch_1", median(ratios));
+    print("preloaded_vs_empty_batch_min_1", std::ranges::min(ratios));
+    print("preloaded_vs_empty_batch_max_1", std::ranges::max(ratios));
+}
+
 void run(const options& o) {
     std::optional<seqinbox::test::pg_server> server;
     using seqinbox::test::pg_server;
@@ -633,7 +663,6 @@ void run(const options& o) {
     pg::migrate(db.conninfo());
     soci::session session(soci::postgresql, db.conninfo());
     print_server_settings(session);
-    if (o.preload > 0) preload(session, o.preload);
     const auto instances = create_pgbench_instances(session);
     const pgbench_script single(instances, "single", single_delivery_sql());
     const pgbench_script batched(instances, "batch", batch_sql());
@@ -652,6 +681,7 @@ void run(const options& o) {
         print("round_trips_per_delivery_batch", batch_1.round_trips_per_delivery);
         print("batch_vs_single_1", batch_1.deliveries_per_s / single_1.deliveries_per_s);
         compare(store, db, batches, 4, o, total);
+        if (o.preload > 0) compare_preloaded(store, db.admin_conninfo(), o, total);
     }
     verify_committed_state(session, total);
     print("verified_deliveries", static_cast<double>(total.deliveries));

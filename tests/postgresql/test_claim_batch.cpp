@@ -14,7 +14,11 @@
 #include <vector>
 
 #include "pg_test_support.hpp"
+#include "support/world.hpp"
 #include "seqinbox/error.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/source.hpp"
 #include "seqinbox/postgresql/store.hpp"
 
 namespace pg = seqinbox::postgresql;
@@ -380,6 +384,30 @@ BOOST_AUTO_TEST_CASE(a_claimed_key_with_a_failed_row_is_stored_at_once_and_updat
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 1);
 }
 
+// The deferred stores travel together in one statement (seqinbox_store_messages). A row a
+// state step beside a dead claim transaction stored meanwhile is found under the key's lock and
+// handled as seqinbox_store_message would: a PROCESSED row kept, a FAILED row updated; the
+// other keys are inserted, no key gets a second row.
+BOOST_AUTO_TEST_CASE(deferred_stores_go_together_and_respect_rows_stored_meanwhile) {
+    const auto first = instance("o-1");
+    auto tx = store.begin();
+    const std::vector<si::claim_request> requests{request("OrderCreated", "kept", first), request("OrderCreated", "updated", first),
+                                                  request("OrderCreated", "new-1", first), request("OrderCreated", "new-2", first)};
+    for (const auto& result : tx.claim_batch(requests)) BOOST_TEST_REQUIRE(result.won);
+    stored(first, "OrderCreated", "kept", si::message_state::processed);  // beside: committed on another connection
+    stored(first, "OrderCreated", "updated", si::message_state::failed);
+    const auto before = store.statistics().round_trips;
+    for (const auto& r : requests)
+        BOOST_TEST((tx.store_message(row(first, r.key.type, r.key.idempotence_id, si::message_state::waiting)) == si::stored_as::inserted));
+    BOOST_TEST(store.statistics().round_trips - before == 0u);  // deferred: the outcome said is the one expected
+    tx.commit();
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message") == 4);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'kept' AND state = 'PROCESSED'") == 1);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'updated' AND state = 'WAITING'") == 1);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id LIKE 'new-%' AND state = 'WAITING'") == 2);
+}
+
 BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round_trip) {
     const auto known = instance("o-known");  // in the cache
     {
@@ -404,6 +432,37 @@ BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round
     const auto again = store.statistics().round_trips;
     BOOST_TEST(store.create_or_get_instances(requests).at(1).id == instances[1].id);
     BOOST_TEST(store.statistics().round_trips - again == 0u);  // all remembered now
+}
+
+// The engine on this store: contexts whose messages come last first, each message twice, are
+// decided in three round trips whatever the batch's size: the instances, the claims, the writes
+// with COMMIT. A duplicate of a key the batch claimed is not claimed again, and a message
+// buffered and released within the batch is stored once, PROCESSED, without a read.
+BOOST_AUTO_TEST_CASE(an_inbox_batch_of_reversed_contexts_with_duplicates_costs_three_round_trips) {
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(store, source, sink, si::testing::order_declarations());
+    std::size_t calls = 0;
+    for (const auto& msg : inbox.declared().sequences.at(0).messages)
+        inbox.on(msg.qualified_type(), [&](const si::testing::message&, const auto&) { ++calls; });
+    const auto reversed_twice = [](int first_context) {
+        std::vector<si::envelope> records;
+        for (int c = first_context; c < first_context + 10; ++c)
+            for (const std::string type : {"OrderShipped", "OrderPrepared", "OrderValidated", "OrderCreated"})
+                for (int copy = 0; copy < 2; ++copy)
+                    records.push_back(si::testing::record(type, type + "-" + std::to_string(c), "order-" + std::to_string(c)));
+        return records;
+    };
+    inbox.deliver_batch(reversed_twice(100));  // prepares the connection's statements
+    calls = 0;
+    const auto before = store.statistics().round_trips;
+    const auto results = inbox.deliver_batch(reversed_twice(0));
+    BOOST_TEST(store.statistics().round_trips - before == 3u);
+    BOOST_TEST(calls == 40u);
+    BOOST_TEST(std::ranges::count_if(results, [](const si::delivery_result& r) { return r.outcome == si::outcome::duplicate; }) == 40);
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED' AND key IS NOT NULL") == 60);
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message") == 80);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

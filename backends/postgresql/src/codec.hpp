@@ -40,18 +40,29 @@ std::string encode_list(const auto& items) {
     return text;
 }
 
+/// `item` quoted as an element of an array literal.
+inline void append_array_element(std::string& text, std::string_view item) {
+    text += '"';
+    for (char c : item) {
+        if (c == '"' || c == '\\') text += '\\';
+        text += c;
+    }
+    text += '"';
+}
+
 /// Items as a PostgreSQL array literal, {"a","b"}, for a text[] or bigint[] parameter (unlike
-/// encode_list, its elements can meet an index: no decoding in SQL).
+/// encode_list, its elements can meet an index: no decoding in SQL). An empty optional item is
+/// NULL.
 std::string array_literal(const auto& items) {
     std::string text = "{";
     for (const auto& item : items) {
         if (text.size() > 1) text += ',';
-        text += '"';
-        for (char c : item) {
-            if (c == '"' || c == '\\') text += '\\';
-            text += c;
+        if constexpr (requires { item.has_value(); }) {
+            if (item) append_array_element(text, *item);
+            else text += "NULL";
+        } else {
+            append_array_element(text, item);
         }
-        text += '"';
     }
     return text + "}";
 }

@@ -159,14 +159,6 @@ const named_sql& message_types_batch_sql() {
     return s;
 }
 
-const named_sql& message_store_sql() {
-    static const named_sql s = named("message_store", "SELECT seqinbox_store_message($1, $2, $3, $4, " + sql_timestamp("$5") + ", " +
-                                                          sql_timestamp("$6") +
-                                                          ", CAST($7 AS boolean), $8, $9, $10, $11, decode($12, 'hex'),"
-                                                          " decode($13, 'hex'), $14, " + sql_timestamp("$15") + ", $16)");
-    return s;
-}
-
 const named_sql& message_types_sql() {
     static const named_sql s = named("message_types",
                                      "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = $1"
@@ -174,9 +166,21 @@ const named_sql& message_types_sql() {
     return s;
 }
 
-const named_sql& instance_close_sql() {
-    static const named_sql s =
-        named("instance_close", "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + sql_timestamp("$1") + " WHERE id = $2");
+const named_sql& messages_store_sql() {
+    static const named_sql s = named("messages_store",
+                                     "SELECT seqinbox_store_messages(CAST($1 AS bigint[]), CAST($2 AS text[]), CAST($3 AS text[]),"
+                                     " CAST($4 AS text[]), CAST($5 AS bigint[]), CAST($6 AS bigint[]), CAST($7 AS boolean[]),"
+                                     " CAST($8 AS text[]), CAST($9 AS text[]), CAST($10 AS integer[]), CAST($11 AS bigint[]),"
+                                     " CAST($12 AS text[]), CAST($13 AS text[]), CAST($14 AS text[]), CAST($15 AS bigint[]),"
+                                     " CAST($16 AS text[]))");
+    return s;
+}
+
+const named_sql& instances_close_sql() {
+    static const named_sql s = named("instances_close", "UPDATE sequence_instance i SET state = 'CLOSED', closed_at = " +
+                                                            sql_timestamp("c.at") +
+                                                            " FROM unnest(CAST($1 AS bigint[]), CAST($2 AS bigint[])) AS c(at, id)"
+                                                            " WHERE i.id = c.id");
     return s;
 }
 

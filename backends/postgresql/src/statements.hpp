@@ -53,11 +53,13 @@ const named_sql& message_find_batch_sql();
 const named_sql& message_types_batch_sql();
 /// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
 const named_sql& message_types_sql();
-/// seqinbox_store_message (see message_store) in a batch: instance, type, idempotence id, state,
-/// created at, state changed at, with record (0 or 1), cluster, topic, partition, offset, key and
-/// value as hex (NULL for none), traceparent, record time, headers (encode_headers).
-const named_sql& message_store_sql();
-const named_sql& instance_close_sql();          ///< at, id
+/// seqinbox_store_message (see message_store) for rows of distinct keys in a batch
+/// (seqinbox_store_messages, schema V5), each parameter an array_literal with an item per row:
+/// instance, type, idempotence id, state, created at, state changed at, with record (0 or 1),
+/// cluster, topic, partition, offset, key and value as hex (NULL for none), traceparent, record
+/// time, headers (encode_headers).
+const named_sql& messages_store_sql();
+const named_sql& instances_close_sql();         ///< at, id: each an array_literal
 const named_sql& message_state_update_sql();    ///< state, at, id
 /// WAITING rows of an instance (id) with the given types (array_literal), oldest first, with their
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,

@@ -142,43 +142,68 @@ detail::parameter or_null(const std::string& text, soci::indicator null) {
 }
 
 // The parameters bind_row and bind_record give message_store, as text.
-void queue_write(detail::pipeline& batch, const message_storing& w) {
-    const message_record& row = w.row;
+std::vector<detail::parameter> store_parameters(const message_record& row) {
     detail::message_columns c;
     bind_record(c, row.payload.value_or(envelope{}));
-    batch.statement(detail::message_store_sql(),
-                    {std::to_string(row.instance), row.type, row.idempotence_id, std::string(to_string(row.state)),
-                     microseconds_text(row.created_at), microseconds_text(row.state_changed_at), row.payload ? "1" : "0", c.cluster,
-                     c.topic, std::to_string(c.partition), std::to_string(c.offset), or_null(c.key, c.key_null), or_null(c.value, c.value_null),
-                     or_null(c.traceparent, c.traceparent_null), std::to_string(c.record_time),
-                     c.headers});
+    return {std::to_string(row.instance), row.type, row.idempotence_id, std::string(to_string(row.state)),
+            microseconds_text(row.created_at), microseconds_text(row.state_changed_at), row.payload ? "1" : "0", c.cluster,
+            c.topic, std::to_string(c.partition), std::to_string(c.offset), or_null(c.key, c.key_null), or_null(c.value, c.value_null),
+            or_null(c.traceparent, c.traceparent_null), std::to_string(c.record_time),
+            c.headers};
+}
+
+/// Rows of parameters as one array parameter per column.
+std::vector<detail::parameter> as_arrays(const std::vector<std::vector<detail::parameter>>& rows) {
+    std::vector<detail::parameter> arrays;
+    for (std::size_t column = 0; column < rows.front().size(); ++column) {
+        std::vector<detail::parameter> items;
+        for (const auto& row : rows) items.push_back(row[column]);
+        arrays.push_back(detail::array_literal(items));
+    }
+    return arrays;
+}
+
+void queue_rows(detail::pipeline& batch, const detail::named_sql& sql, const std::vector<std::vector<detail::parameter>>& rows) {
+    if (!rows.empty()) batch.statement(sql, as_arrays(rows));
 }
 
 void queue_write(detail::pipeline& batch, const state_change& w) {
     batch.statement(detail::message_state_update_sql(), {std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
 }
 
-void queue_write(detail::pipeline& batch, const instance_closing& w) {
-    batch.statement(detail::instance_close_sql(), {microseconds_text(w.at), std::to_string(w.id)});
-}
-
 void queue_write(detail::pipeline& batch, const actions_clearing& w) { detail::queue_actions_clearing(batch, w.instance, w.read); }
 
 bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
 
-void queue_write(detail::pipeline& batch, const deferred_write& w) {
-    std::visit(
-        [&](const auto& write) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(write)>, message_insertion>) queue_write(batch, write);
-        },
-        w);
+/// The deferred writes in their order, but the message stores in one statement and the instance
+/// closings in another, after the rest: no other deferred write touches their rows (a key's
+/// store is deferred once; the others change states, claims and actions).
+void queue_writes(detail::pipeline& batch, const std::vector<deferred_write>& writes) {
+    std::vector<std::vector<detail::parameter>> stores, closings;
+    for (const auto& w : writes) {
+        if (const auto* s = std::get_if<message_storing>(&w))
+            stores.push_back(store_parameters(s->row));
+        else if (const auto* c = std::get_if<instance_closing>(&w))
+            closings.push_back({microseconds_text(c->at), std::to_string(c->id)});
+        else
+            std::visit(
+                [&](const auto& write) {
+                    using W = std::decay_t<decltype(write)>;
+                    if constexpr (!std::is_same_v<W, message_insertion> && !std::is_same_v<W, message_storing> &&
+                                  !std::is_same_v<W, instance_closing>)
+                        queue_write(batch, write);
+                },
+                w);
+    }
+    queue_rows(batch, detail::messages_store_sql(), stores);
+    queue_rows(batch, detail::instances_close_sql(), closings);
 }
 
 /// Sends one deferred write on its own.
 void execute(detail::connection& c, const deferred_write& w) {
     if (const auto* insertion = std::get_if<message_insertion>(&w)) return execute(c, *insertion);
     auto batch = c.batch();
-    queue_write(batch, w);
+    queue_writes(batch, {w});
     batch.run();
 }
 
@@ -269,7 +294,7 @@ public:
             auto statements = c.batch();
             if (!begun_) statements.statement(detail::begin_sql(), {});
             begun_ = true;  // also when the batch fails: rollback() then ends the transaction
-            for (const auto& w : std::exchange(pending_, {})) queue_write(statements, w);
+            queue_writes(statements, std::exchange(pending_, {}));
             queue(statements);
             return statements.run();
         });

@@ -5,6 +5,7 @@
 // type it names, and the pass costs O(W log W) for W waiting messages instead of the O(W^2) of
 // rescanning the waiting list after every release.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <queue>
 #include <string>
@@ -47,10 +48,12 @@ public:
     void mark_fetched(const std::string& type);
 
     void add(message_record row);
+    /// A row not stored yet (a batch's): it arrived after every stored row, `arrival`-th of those.
+    void add_unstored(message_record row, std::size_t arrival);
 
     bool has_ready() const { return !ready_.empty(); }
 
-    /// The ready message that arrived first.
+    /// The ready message that arrived first (stored rows by id, then unstored ones).
     message_record take_next();
 
     /// Records that `type` became PROCESSED and re-examines the messages waiting on it.
@@ -58,14 +61,18 @@ public:
     bool mark_processed(const std::string& type);
 
 private:
+    /// Stored rows by id, then unstored rows by arrival.
+    using arrival = std::pair<bool, std::int64_t>;
+
     struct entry {
         message_record row;
+        arrival order;
         bool queued;
     };
 
     void evaluate(std::size_t index);
 
-    using ready_item = std::pair<message_id, std::size_t>;
+    using ready_item = std::pair<arrival, std::size_t>;
     std::function<const condition&(const std::string&)> condition_of_;
     processed_set* processed_;
     std::vector<const std::string*> fetched_;
