@@ -1,12 +1,16 @@
 #pragma once
 // Shared by the benchmarks: `name value` output lines, correctness checks that fail the run, and
 // timing helpers.
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <vector>
 
 namespace seqinbox::bench {
 
@@ -26,6 +30,21 @@ inline void print(std::string_view name, double value) {
 }
 inline void print(std::string_view name, std::size_t value) {
     std::printf("%.*s %zu\n", static_cast<int>(name.size()), name.data(), value);
+}
+
+/// The value of option `flag`, a whole number above 0.
+inline std::size_t positive_number(std::string_view flag, std::string_view text) {
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
+        throw std::invalid_argument(std::string(flag) + " needs a positive number, not '" + std::string(text) + "'");
+    return n;
+}
+
+inline double median(std::vector<double> values) {
+    std::ranges::sort(values);
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 != 0 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 inline double elapsed_ns(clock_type::time_point from, clock_type::time_point to) {

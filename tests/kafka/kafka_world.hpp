@@ -17,49 +17,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include "kafka/mock_cluster.hpp"
+#include "kafka/order_workload.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/kafka/source.hpp"
 #include "support/order_check.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::testing {
-
-/// Every logical message of `contexts` orders, each once or more, shuffled.
-struct order_workload {
-    std::vector<envelope> records;  ///< what is produced, duplicates included
-    std::size_t logical = 0;
-    std::vector<std::string> contexts;
-
-    order_workload(std::size_t context_count, double duplicate_share, std::uint64_t seed, const std::string& prefix = "order") {
-        std::mt19937_64 rng(seed);
-        std::vector<envelope> unique;
-        for (std::size_t c = 0; c < context_count; ++c) {
-            const std::string context = prefix + "-" + std::to_string(c);
-            contexts.push_back(context);
-            const char* fulfilment = rng() % 2 ? "OrderPrepared" : "OrderExpedited";
-            for (const char* type : {"OrderCreated", "OrderValidated", fulfilment, "OrderShipped"})
-                unique.push_back(record(type, type + ("@" + context), context));
-        }
-        logical = unique.size();
-        records = unique;
-        std::bernoulli_distribution duplicate(duplicate_share);
-        for (const auto& e : unique)
-            if (duplicate(rng)) records.push_back(e);
-        std::shuffle(records.begin(), records.end(), rng);
-    }
-
-    /// Produces records [from, to) to `topic`, each on a random one of `partitions` partitions.
-    void produce(mock_cluster& cluster, const std::string& topic, int partitions, std::uint64_t seed, std::size_t from = 0,
-                 std::size_t to = static_cast<std::size_t>(-1)) const {
-        std::mt19937_64 rng(seed);
-        for (std::size_t i = from; i < std::min(to, records.size()); ++i) {
-            envelope e = records[i];
-            e.topic = topic;
-            cluster.produce_async(topic, e, static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(partitions)));
-        }
-        cluster.flush();
-    }
-};
 
 /// Exactly once per logical message and in declared order per context.
 inline void expect_once_in_order(const call_log& log, const order_workload& work) {

@@ -130,11 +130,7 @@ public:
         return offsets;
     }
 
-private:
-    /// A key or value for librdkafka: a null pointer is Kafka's null.
-    static const char* bytes_of(const std::optional<std::string>& bytes) { return bytes ? bytes->data() : nullptr; }
-    static std::size_t size_of(const std::optional<std::string>& bytes) { return bytes ? bytes->size() : 0; }
-
+    /// A record read by a reader (below).
     static envelope to_envelope(const rd_kafka_message_t& m) {
         envelope e;
         if (m.key) e.key.emplace(static_cast<const char*>(m.key), m.key_len);
@@ -153,11 +149,14 @@ private:
         return e;
     }
 
-    /// A consumer of `group` that never subscribes (reads by assignment, never commits).
-    rd_kafka_t* make_reader(const std::string& group) const {
+    /// A consumer of `group` that never subscribes (reads by assignment, never commits), with
+    /// `extra` properties; rd_kafka_destroy() it.
+    rd_kafka_t* make_reader(const std::string& group, const kafka::properties& extra = {}) const {
         rd_kafka_conf_t* conf = rd_kafka_conf_new();
         char reason[256];
-        for (const auto& [k, v] : quiet_client(bootstraps())) rd_kafka_conf_set(conf, k.c_str(), v.c_str(), reason, sizeof reason);
+        auto props = quiet_client(bootstraps());
+        props.insert(extra.begin(), extra.end());
+        for (const auto& [k, v] : props) rd_kafka_conf_set(conf, k.c_str(), v.c_str(), reason, sizeof reason);
         rd_kafka_conf_set(conf, "group.id", group.c_str(), reason, sizeof reason);
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", reason, sizeof reason);
         rd_kafka_t* reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, reason, sizeof reason);
@@ -165,6 +164,11 @@ private:
         rd_kafka_poll_set_consumer(reader);
         return reader;
     }
+
+private:
+    /// A key or value for librdkafka: a null pointer is Kafka's null.
+    static const char* bytes_of(const std::optional<std::string>& bytes) { return bytes ? bytes->data() : nullptr; }
+    static std::size_t size_of(const std::optional<std::string>& bytes) { return bytes ? bytes->size() : 0; }
 
     static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
         if (m->err) ++static_cast<mock_cluster*>(self)->failed_deliveries_;

@@ -16,33 +16,12 @@
 
 #include "kafka/kafka_world.hpp"
 #include "postgresql/pg_test_support.hpp"
+#include "relay/relay_setup.hpp"
 #include "seqinbox/postgresql/migrate.hpp"
 #include "support/order_check.hpp"
 #include "support/print_record_bytes.hpp"
 
 namespace seqinbox::test {
-
-const std::string input = "orders";
-const std::string output = "orders-out";
-const std::string dead_letters = "orders-dlq";
-constexpr int input_partitions = 4;
-constexpr int output_partitions = 3;
-
-constexpr const char* declarations_yaml = R"(sequences:
-  - name: OrderSequence
-    retentionPeriod: 24h
-    messages:
-      - { type: OrderCreated, contextIdExtractor: key }
-      - { type: OrderValidated, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - { type: OrderPrepared, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - { type: OrderExpedited, contextIdExtractor: key, releaseCondition: { predecessor: OrderCreated } }
-      - type: OrderShipped
-        contextIdExtractor: key
-        releaseCondition:
-          and:
-            - predecessor: OrderValidated
-            - or: [ { predecessor: OrderPrepared }, { predecessor: OrderExpedited } ]
-)";
 
 inline long long count(const std::string& conninfo, const std::string& sql) {
     soci::session db(soci::postgresql, conninfo);
@@ -77,12 +56,9 @@ struct relay_world {
     }
 
     std::vector<std::string> arguments(const std::string& group = "relay-test", int threads = 2) const {
-        return {"--declarations", (dir / "orders.yaml").string(), "--postgres", conninfo, "--bootstrap-servers", cluster.bootstraps(),
-                "--input-topic", input, "--output-topic", "OrderSequence=" + output, "--dead-letter-topic", dead_letters,
-                "--group-id", group, "--threads", std::to_string(threads), "--http-port", "0", "--actions-every", "200ms",
-                "--housekeeping-every", "1s", "--removal-delay", "1h", "--consumer-property", "session.timeout.ms=6000",
-                "--consumer-property", "auto.offset.reset=earliest", "--consumer-property", "log_level=0",
-                "--producer-property", "log_level=0"};
+        auto arguments = relay_arguments(dir / "orders.yaml", conninfo, cluster.bootstraps(), group, threads);
+        arguments.insert(arguments.end(), {"--actions-every", "200ms", "--housekeeping-every", "1s", "--removal-delay", "1h"});
+        return arguments;
     }
 
     long long published() const {

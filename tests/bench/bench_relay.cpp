@@ -1,0 +1,345 @@
+// bench_relay: records/s of the relay (`seqinbox run` as a child process, 4 consumer threads,
+// batches as configured by default) on librdkafka's mock cluster and a durable throwaway
+// PostgreSQL (fsync and synchronous_commit on), against the inbox's own batch figure on the same
+// server in the same run.
+//
+// The relay run: the input topic is preloaded with the order workload of the relay tests (orders
+// of four messages, 20 % sent twice, shuffled over 4 partitions, so out of order within a
+// context), then the relay starts and the benchmark reads the output topic until every released
+// message arrived. relay_records_per_s counts the input records (duplicates included: the relay
+// decides them too) from the relay's partition assignment (its log line) to the last output
+// record seen: the mock cluster holds every group's first join for 3 s, which a relay in service
+// pays once, so the join is printed apart (relay_join_s), and the rate from the process start as
+// relay_records_per_s_from_start.
+// The batch run: deliveries_per_s_batch_4 of bench_postgres (tests/bench/inbox_workers.hpp), 4
+// threads delivering batches of 100 records to a database of their own on the same server;
+// relay_vs_batch_4 is the ratio of the two.
+//
+//   bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]
+//       --records: input records of a relay run (default 20,000); --rounds: relay and batch runs
+//       (default 3, figures are medians); --seconds: length of a batch run (default 3); --quick:
+//       one round of 1,000 records and a batch run of 600 deliveries, for the CTest smoke run. Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
+//
+// Prints one `name value` pair per line. Exits non-zero when a check fails: an output record
+// missing, repeated or altered, a context's output out of declared order, a message not
+// PROCESSED, the relay not stopping cleanly, or the batch run not processing every delivery.
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include "bench/bench_support.hpp"
+#include "bench/inbox_workers.hpp"
+#include "kafka/mock_cluster.hpp"
+#include "kafka/order_workload.hpp"
+#include "postgresql/pg_server.hpp"
+#include "relay/relay_process.hpp"
+#include "relay/relay_setup.hpp"
+#include "seqinbox/postgresql/migrate.hpp"
+#include "seqinbox/postgresql/store.hpp"
+#include "support/iso_utc_time.hpp"
+#include "support/order_check.hpp"
+
+namespace {
+
+namespace si = seqinbox;
+namespace pg = seqinbox::postgresql;
+using namespace seqinbox::bench;  // require, print, clocks, the inbox workers
+using seqinbox::test::pg_server;
+using wall_clock = std::chrono::system_clock;  // the relay's log lines are wall-clock times
+
+constexpr auto patience = std::chrono::seconds(180);  // for the relay run's output
+constexpr std::size_t relay_threads = 4;
+constexpr std::size_t batch_threads = 4;
+constexpr double duplicate_share = 0.2;
+constexpr std::uint64_t seed = 19;
+
+struct options {
+    std::size_t records = 20'000;
+    std::size_t rounds = 3;
+    run_length batch_run;
+    std::vector<std::string> relay_options;  ///< added to the relay's arguments (after `--`)
+};
+
+constexpr const char* usage = "usage: bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]\n";
+
+options parse_options(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--records" && has_value) {
+            o.records = positive_number(arg, argv[++i]);
+        } else if (arg == "--rounds" && has_value) {
+            o.rounds = positive_number(arg, argv[++i]);
+        } else if (arg == "--seconds" && has_value) {
+            o.batch_run.seconds = positive_number(arg, argv[++i]);
+        } else if (arg == "--") {
+            o.relay_options.assign(argv + i + 1, argv + argc);
+            break;
+        } else if (arg == "--quick") {
+            o.records = 1'000;
+            o.rounds = 1;
+            o.batch_run.deliveries = 600;
+        } else {
+            throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
+        }
+    }
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The output topic, as a user of the relay reads it
+// ---------------------------------------------------------------------------------------------
+
+/// What arrived on the output topic: copies per message, types per context in arrival order.
+class output_tally {
+public:
+    void add(const si::envelope& r) {
+        const std::string type(r.find_header("message-type").value_or(""));
+        const std::string id(r.find_header("idempotence-id").value_or(""));
+        ++records_;
+        ++copies_[{type, id}];
+        order_[r.key.value_or("")].push_back(type);
+        if (r.value != type + ":" + id || id != type + "@" + r.key.value_or("")) ++altered_;
+    }
+
+    std::size_t distinct() const noexcept { return copies_.size(); }
+
+    /// Every logical message of `work` once, unaltered, each context in declared order.
+    void verify(const si::testing::order_workload& work) const {
+        require(copies_.size() == work.logical, std::to_string(copies_.size()) + " distinct output records instead of " +
+                                                    std::to_string(work.logical));
+        require(records_ == work.logical, std::to_string(records_ - work.logical) + " output records repeated");
+        require(altered_ == 0, std::to_string(altered_) + " output records with another key, value or ids than their input");
+        const auto decls = si::testing::order_declarations();
+        for (const auto& context : work.contexts) {
+            const auto at = order_.find(context);
+            const std::string violation = si::testing::order_violation(decls, at == order_.end() ? std::vector<std::string>{} : at->second);
+            require(violation.empty(), context + ": " + violation);
+        }
+    }
+
+private:
+    std::size_t records_ = 0;
+    std::size_t altered_ = 0;
+    std::map<std::pair<std::string, std::string>, int> copies_;
+    std::map<std::string, std::vector<std::string>> order_;
+};
+
+/// Reads the output topic from the beginning, by assignment.
+class output_reader {
+public:
+    explicit output_reader(const si::testing::mock_cluster& cluster)
+        // The mock answers an empty fetch only after fetch.wait.max.ms (500 ms by default), even
+        // when records arrive meanwhile: the last record would be seen that much late.
+        : reader_(cluster.make_reader("bench-relay-reader", {{"fetch.wait.max.ms", "5"}})) {
+        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(seqinbox::test::output_partitions);
+        for (int p = 0; p < seqinbox::test::output_partitions; ++p)
+            rd_kafka_topic_partition_list_add(list, seqinbox::test::output.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        const auto err = rd_kafka_assign(reader_, list);
+        rd_kafka_topic_partition_list_destroy(list);
+        if (err) throw std::runtime_error(std::string("output reader: assign: ") + rd_kafka_err2str(err));
+    }
+    ~output_reader() {
+        rd_kafka_consumer_close(reader_);
+        rd_kafka_destroy(reader_);
+    }
+    output_reader(const output_reader&) = delete;
+    output_reader& operator=(const output_reader&) = delete;
+
+    /// Reads until `expected` distinct messages arrived or `patience` passed; when the last one
+    /// arrived (wall clock), or nothing when they did not all arrive.
+    std::optional<wall_clock::time_point> read_until(output_tally& seen, std::size_t expected) {
+        const auto deadline = clock_type::now() + patience;
+        while (seen.distinct() < expected && clock_type::now() < deadline) {
+            rd_kafka_message_t* m = rd_kafka_consumer_poll(reader_, 100);
+            if (!m) continue;
+            if (!m->err) seen.add(si::testing::mock_cluster::to_envelope(*m));
+            rd_kafka_message_destroy(m);
+        }
+        if (seen.distinct() < expected) return std::nullopt;
+        return wall_clock::now();
+    }
+
+private:
+    rd_kafka_t* reader_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The relay run
+// ---------------------------------------------------------------------------------------------
+
+/// The time at the start of a `2026-12-01T15:40:08.123Z ...` log line.
+wall_clock::time_point log_time(std::string_view line) {
+    require(seqinbox::test::starts_with_iso_utc_time(line), "a relay log line without its time: " + std::string(line));
+    const auto number = [&](std::size_t at, std::size_t digits) {
+        int n = 0;
+        std::from_chars(line.data() + at, line.data() + at + digits, n);
+        return n;
+    };
+    using namespace std::chrono;
+    const sys_days date = year{number(0, 4)} / month{static_cast<unsigned>(number(5, 2))} / day{static_cast<unsigned>(number(8, 2))};
+    return date + hours{number(11, 2)} + minutes{number(14, 2)} + seconds{number(17, 2)} + milliseconds{number(20, 3)};
+}
+
+/// When the relay's consumer got its partitions, from its log.
+wall_clock::time_point assignment_time(const std::string& log) {
+    const auto at = log.find("': assigned ");
+    require(at != std::string::npos, "the relay logged no partition assignment (it logs it at --log-level info):\n" + log);
+    const auto line_start = log.rfind('\n', at);
+    return log_time(std::string_view(log).substr(line_start == std::string::npos ? 0 : line_start + 1));
+}
+
+long long count(const std::string& conninfo, const std::string& sql) {
+    soci::session db(soci::postgresql, conninfo);
+    long long n = 0;
+    db << sql, soci::into(n);
+    return n;
+}
+
+/// A scratch directory for the declarations and the relay's log, removed by the destructor.
+struct scratch_dir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("seqinbox-bench-relay-" + std::to_string(::getpid()));
+    scratch_dir() { std::filesystem::create_directories(path); }
+    ~scratch_dir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+};
+
+/// One relay run.
+struct relay_figures {
+    std::size_t input_records = 0;
+    std::size_t output_records = 0;
+    long long db_commits = 0;  ///< transactions of the relay's database: how far batches cut them
+    double join_s = 0;         ///< from the process start to the partition assignment
+    double seconds = 0;        ///< from the assignment to the last output record
+    double per_s_from_start = 0;
+    double per_s() const { return static_cast<double>(input_records) / seconds; }
+};
+
+/// Preloads the input, runs the relay until every released message is on the output topic,
+/// checks the output and the database.
+relay_figures run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options) {
+    using namespace seqinbox::test;
+    const std::string conninfo = server.create_database();
+    pg::migrate(conninfo);
+    si::testing::mock_cluster cluster;
+    cluster.create_topic(input, input_partitions);
+    cluster.create_topic(output, output_partitions);
+    cluster.create_topic(dead_letters, 1);
+    const scratch_dir dir;
+    std::ofstream(dir.path / "orders.yaml") << declarations_yaml;
+    // Four messages per order, a share of them twice: as many orders as make `records` records.
+    const auto orders = static_cast<std::size_t>(static_cast<double>(records) / (4 * (1 + duplicate_share)));
+    const si::testing::order_workload work(std::max<std::size_t>(orders, 1), duplicate_share, seed);
+    work.produce(cluster, input, input_partitions, seed);
+    output_reader reader(cluster);
+    output_tally seen;
+
+    const auto started = wall_clock::now();
+    auto arguments = relay_arguments(dir.path / "orders.yaml", conninfo, cluster.bootstraps(), "bench-relay",
+                                     static_cast<int>(relay_threads));
+    arguments.insert(arguments.end(), relay_options.begin(), relay_options.end());
+    relay_process relay(arguments, dir.path / "relay.log");
+    const auto last_output = reader.read_until(seen, work.logical);
+    require(last_output.has_value(), std::to_string(seen.distinct()) + " of " + std::to_string(work.logical) +
+                                         " released messages on the output topic after " + std::to_string(patience.count()) +
+                                         " s; the relay's log:\n" + relay.log());
+    require(relay.stop(SIGTERM) == 0, "the relay did not stop cleanly:\n" + relay.log());
+    const auto published = cluster.end_offsets(output, output_partitions);
+    require(std::accumulate(published.begin(), published.end(), 0LL) == static_cast<long long>(work.logical),
+            "the output topic holds more records than released messages");
+    seen.verify(work);
+    require(count(conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == static_cast<long long>(work.logical),
+            "not every message is PROCESSED");
+
+    relay_figures f;
+    f.input_records = work.records.size();
+    f.output_records = work.logical;
+    f.db_commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+    const auto assigned = assignment_time(relay.log());
+    f.join_s = std::chrono::duration<double>(assigned - started).count();
+    f.seconds = std::chrono::duration<double>(*last_output - assigned).count();
+    f.per_s_from_start = static_cast<double>(f.input_records) / std::chrono::duration<double>(*last_output - started).count();
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batch run and the report
+// ---------------------------------------------------------------------------------------------
+
+/// deliveries_per_s_batch_4 as bench_postgres measures it, in a database of its own.
+double run_batches(pg_server& server, const run_length& length) {
+    const std::string conninfo = server.create_database();
+    pg::migrate(conninfo);
+    pg::store store({.conninfo = conninfo, .pool_size = 2 * batch_threads});
+    tally total;
+    const run_result r = measure_inbox(store, batch_threads, "batch", length, total, unit::batch);
+    require_all_processed(r, "batch");
+    return r.deliveries_per_s();
+}
+
+/// Medians over the rounds; relay_vs_batch_4 is the median of the per-round ratios, so that both
+/// sides of a ratio ran under the same load (the machine is shared and noisy).
+void run(const options& o) {
+    pg_server server(pg_server::commits::durable);
+    {
+        soci::session session(soci::postgresql, server.conninfo());
+        print_server_settings(session);
+    }
+    std::vector<relay_figures> relays;
+    std::vector<double> relay_rates, from_start, batch_rates, ratios;
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+        relays.push_back(run_relay(server, o.records, o.relay_options));
+        relay_rates.push_back(relays.back().per_s());
+        from_start.push_back(relays.back().per_s_from_start);
+        batch_rates.push_back(run_batches(server, o.batch_run));
+        ratios.push_back(relay_rates.back() / batch_rates.back());
+    }
+    print("rounds", o.rounds);
+    print("relay_threads", relay_threads);
+    print("relay_input_records", relays.front().input_records);
+    print("relay_output_records", relays.front().output_records);
+    print("relay_db_commits", static_cast<std::size_t>(relays.front().db_commits));
+    print("relay_join_s", std::ranges::max(relays, {}, &relay_figures::join_s).join_s);
+    print("relay_records_per_s_from_start", median(from_start));
+    print("relay_records_per_s", median(relay_rates));
+    print("deliveries_per_s_batch_4", median(batch_rates));
+    print("relay_vs_batch_4", median(ratios));
+    print("relay_vs_batch_4_min", std::ranges::min(ratios));
+    print("relay_vs_batch_4_max", std::ranges::max(ratios));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    options o;
+    try {
+        o = parse_options(argc, argv);
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "bench_relay: %s\n%s", e.what(), usage);
+        return 2;
+    }
+    return run_guarded("bench_relay", [&] { run(o); });
+}
