@@ -19,10 +19,11 @@ BEGIN
     FROM unnest(p_type, p_idempotence_id) AS k(message_type, idempotence_id)
     ORDER BY k.message_type COLLATE "C", k.idempotence_id COLLATE "C";
 
+    -- One index probe per key (LATERAL with LIMIT): as a join, the planner would hash the table.
     SELECT array_agg(k.position) INTO v_stored_before
     FROM unnest(p_type, p_idempotence_id) WITH ORDINALITY AS k(message_type, idempotence_id, position)
-    WHERE EXISTS (SELECT 1 FROM sequenced_message m
-                  WHERE m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id);
+    CROSS JOIN LATERAL (SELECT 1 FROM sequenced_message m
+                        WHERE m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id LIMIT 1) AS stored;
 
     IF v_stored_before IS NOT NULL THEN
         PERFORM seqinbox_store_message(g.instance, g.message_type, g.idempotence_id, g.state,

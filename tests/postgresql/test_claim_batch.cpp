@@ -7,7 +7,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -463,6 +465,54 @@ BOOST_AUTO_TEST_CASE(an_inbox_batch_of_reversed_contexts_with_duplicates_costs_t
     soci::session s(soci::postgresql, conninfo);
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED' AND key IS NOT NULL") == 60);
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message") == 80);
+}
+
+// Each statement of a batch reaches the tables through an index probe per key, whatever the
+// tables' size: on tables of some ten thousand rows the planner preferred a hashed join over
+// the whole table for a hundred keys (its cost growing with the tables; the relay on batches
+// slowed to a tenth). auto_explain logs every plan of this database, nested ones included.
+BOOST_AUTO_TEST_CASE(batch_statements_probe_indexes_on_large_tables) {
+    soci::session s(soci::postgresql, conninfo);
+    s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
+         " SELECT 'OrderSequence', 'old-' || g, 'CLOSED', now(), now() + interval '1 day', now() FROM generate_series(1, 10000) AS g";
+    s << "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
+         " SELECT 'OrderCreated', 'old-' || g, i.id, now() FROM generate_series(1, 30000) AS g"
+         " JOIN sequence_instance i ON i.context_id = 'old-' || (g % 10000 + 1)";
+    s << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)"
+         " SELECT sequence_instance_id, message_type, idempotence_id, 'PROCESSED', now(), now() FROM sequential_inbox_idempotence";
+    s << "ANALYZE";
+    std::string database;
+    s << "SELECT current_database()", soci::into(database);
+    s << "ALTER DATABASE " + database + " SET session_preload_libraries = 'auto_explain'";
+    s << "ALTER DATABASE " + database + " SET auto_explain.log_min_duration = 0";
+    s << "ALTER DATABASE " + database + " SET auto_explain.log_nested_statements = on";
+    pg::store explained{options()};  // its connections start with the settings above
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(explained, source, sink, si::testing::order_declarations());
+    for (const auto& msg : inbox.declared().sequences.at(0).messages)
+        inbox.on(msg.qualified_type(), [](const si::testing::message&, const auto&) {});
+    const auto server_log = [] {
+        std::ifstream in(pg_server::shared().directory() / "server.log");
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const auto log_before = server_log().size();
+    for (int round = 0; round < 8; ++round) {  // past the five custom plans of a prepared statement
+        std::vector<si::envelope> records;
+        for (int c = 0; c < 30; ++c)
+            for (const std::string type : {"OrderShipped", "OrderPrepared", "OrderValidated", "OrderCreated"})
+                records.push_back(si::testing::record(type, type + "-" + std::to_string(round) + "-" + std::to_string(c),
+                                                      "order-" + std::to_string(round) + "-" + std::to_string(c)));
+        inbox.deliver_batch(records);
+    }
+    const std::string plans = server_log().substr(log_before);
+    BOOST_TEST_REQUIRE(plans.find("auto_explain") == std::string::npos);  // (a misspelt setting would say so)
+    BOOST_TEST_REQUIRE(plans.find("Insert on sequential_inbox_idempotence") != std::string::npos, "no plan was logged");
+    for (const std::string table : {"sequenced_message", "sequence_instance", "sequential_inbox_idempotence"}) {
+        const auto scan = plans.find("Seq Scan on " + table);
+        BOOST_TEST(scan == std::string::npos,
+                   "a sequential scan of " << table << ":\n" << plans.substr(plans.rfind("plan:", scan) - 100, 1500));
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

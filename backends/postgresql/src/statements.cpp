@@ -49,16 +49,20 @@ instance_upsert::instance_upsert(soci::session& s)
 
 // instance_upsert for many pairs. Pairs inserted by a transaction that committed after this
 // statement's snapshot are in neither part: the caller asks again for them.
+// Every statement of a batch reaches the tables through one index probe per requested key (a
+// LATERAL subquery with LIMIT or OFFSET 0, which the planner does not turn into a join): a
+// hashed join over the whole table is what the planner prefers for a hundred keys on tables of
+// some ten thousand rows, and its cost grows with the tables.
 const named_sql& instance_upsert_batch_sql() {
     static const named_sql s = named(
         "instance_upsert_batch",
         "WITH requested AS (SELECT *" + four_arrays_sql("x(name, context_id, created_at, retain_until)") + "),"
-            " existing AS (SELECT " + instance_columns_sql() +
-            " FROM sequence_instance WHERE (name, context_id) IN (SELECT name, context_id FROM requested)),"
+            " existing AS (SELECT s.* FROM requested q CROSS JOIN LATERAL (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance i WHERE i.name = q.name AND i.context_id = q.context_id LIMIT 1) AS s),"
             " inserted AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)"
             " SELECT q.name, q.context_id, 'OPEN', " + sql_timestamp("q.created_at") + ", " + sql_timestamp("q.retain_until") +
             " FROM requested q CROSS JOIN LATERAL (SELECT 1" + skip_flush_source_sql("$5") + ") AS setting"
-            " WHERE NOT EXISTS (SELECT 1 FROM sequence_instance s WHERE s.name = q.name AND s.context_id = q.context_id)"
+            " WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.name = q.name AND e.context_id = q.context_id)"
             " ORDER BY q.name COLLATE \"C\", q.context_id COLLATE \"C\""
             " ON CONFLICT (name, context_id) DO NOTHING RETURNING " + instance_columns_sql() + ")"
             " SELECT existing.*, 0 FROM existing UNION ALL SELECT inserted.*, 1 FROM inserted");
@@ -135,8 +139,9 @@ const named_sql& claim_batch_sql() {
             " SELECT message_type, idempotence_id, instance, " + sql_timestamp("at") +
             " FROM requested ORDER BY message_type COLLATE \"C\", idempotence_id COLLATE \"C\""
             " ON CONFLICT (message_type, idempotence_id) DO NOTHING RETURNING message_type, idempotence_id, sequence_instance_id),"
-            " locked AS MATERIALIZED (SELECT " + instance_columns_sql() +
-            " FROM sequence_instance WHERE id IN (SELECT sequence_instance_id FROM won) ORDER BY id FOR NO KEY UPDATE)"
+            " locked AS MATERIALIZED (SELECT s.* FROM (SELECT DISTINCT sequence_instance_id FROM won ORDER BY 1) AS w(id)"
+            " CROSS JOIN LATERAL (SELECT " + instance_columns_sql() +
+            " FROM sequence_instance i WHERE i.id = w.id LIMIT 1 FOR NO KEY UPDATE) AS s)"
             " SELECT won.message_type, won.idempotence_id, locked.* FROM won LEFT JOIN locked ON locked.id = won.sequence_instance_id");
     return s;
 }
@@ -146,16 +151,18 @@ const named_sql& message_find_batch_sql() {
         "message_find_batch",
         "SELECT m.message_type, m.idempotence_id, m.id, m.sequence_instance_id, m.state, " + sql_microseconds("m.created_at") +
             ", " + sql_microseconds("m.state_changed_at") +
-            " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(message_type, idempotence_id) JOIN sequenced_message m"
-            " ON m.message_type = k.message_type AND m.idempotence_id = k.idempotence_id ORDER BY m.id");
+            " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(message_type, idempotence_id) CROSS JOIN LATERAL"
+            " (SELECT * FROM sequenced_message f WHERE f.message_type = k.message_type AND f.idempotence_id = k.idempotence_id"
+            " OFFSET 0) AS m ORDER BY m.id");
     return s;
 }
 
 const named_sql& message_types_batch_sql() {
     static const named_sql s = named("message_types_batch",
-                                     "SELECT sequence_instance_id, message_type, state FROM sequenced_message"
-                                     " WHERE sequence_instance_id = ANY (CAST($1 AS bigint[]))"
-                                     " AND state IN ('PROCESSED', 'WAITING') GROUP BY sequence_instance_id, message_type, state");
+                                     "SELECT w.id, m.message_type, m.state FROM (SELECT DISTINCT unnest(CAST($1 AS bigint[]))) AS w(id)"
+                                     " CROSS JOIN LATERAL (SELECT message_type, state FROM sequenced_message f"
+                                     " WHERE f.sequence_instance_id = w.id AND f.state IN ('PROCESSED', 'WAITING') OFFSET 0) AS m"
+                                     " GROUP BY w.id, m.message_type, m.state");
     return s;
 }
 
@@ -180,7 +187,7 @@ const named_sql& instances_close_sql() {
     static const named_sql s = named("instances_close", "UPDATE sequence_instance i SET state = 'CLOSED', closed_at = " +
                                                             sql_timestamp("c.at") +
                                                             " FROM unnest(CAST($1 AS bigint[]), CAST($2 AS bigint[])) AS c(at, id)"
-                                                            " WHERE i.id = c.id");
+                                                            " WHERE i.id = c.id AND i.id = ANY (CAST($2 AS bigint[]))");
     return s;
 }
 
