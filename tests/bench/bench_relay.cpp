@@ -4,8 +4,8 @@
 // server in the same run.
 //
 // The relay run: the input topic is preloaded with the order workload of the relay tests (orders
-// of four messages, 20 % sent twice, shuffled over 4 partitions, so out of order within a
-// context), then the relay starts and the benchmark reads the output topic until every released
+// of four messages, 20 % sent twice, shuffled, each order's records on the partition of its key
+// as a keyed producer puts them, out of order within the order), then the relay starts and the benchmark reads the output topic until every released
 // message arrived. relay_records_per_s counts the input records (duplicates included: the relay
 // decides them too) from the relay's partition assignment (its log line) to the last output
 // record seen: the mock cluster holds every group's first join for 3 s, which a relay in service
@@ -13,7 +13,9 @@
 // relay_records_per_s_from_start.
 // The batch run: deliveries_per_s_batch_4 of bench_postgres (tests/bench/inbox_workers.hpp), 4
 // threads delivering batches of 100 records to a database of their own on the same server;
-// relay_vs_batch_4 is the ratio of the two.
+// relay_vs_batch_4 is the ratio of the two. Last, one relay run with each record on a random
+// partition (relay_records_per_s_scattered): every thread then meets every order, and batches
+// wait for each other's instance locks.
 //
 //   bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]
 //       --records: input records of a relay run (default 20,000); --rounds: relay and batch runs
@@ -240,7 +242,8 @@ struct relay_figures {
 
 /// Preloads the input, runs the relay until every released message is on the output topic,
 /// checks the output and the database.
-relay_figures run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options) {
+relay_figures run_relay(pg_server& server, std::size_t records, const std::vector<std::string>& relay_options,
+                        si::testing::placement where) {
     using namespace seqinbox::test;
     const std::string conninfo = server.create_database();
     pg::migrate(conninfo);
@@ -253,7 +256,7 @@ relay_figures run_relay(pg_server& server, std::size_t records, const std::vecto
     // Four messages per order, a share of them twice: as many orders as make `records` records.
     const auto orders = static_cast<std::size_t>(static_cast<double>(records) / (4 * (1 + duplicate_share)));
     const si::testing::order_workload work(std::max<std::size_t>(orders, 1), duplicate_share, seed);
-    work.produce(cluster, input, input_partitions, seed);
+    work.produce(cluster, input, input_partitions, seed, 0, work.records.size(), where);
     output_reader reader(cluster);
     output_tally seen;
 
@@ -311,7 +314,7 @@ void run(const options& o) {
     std::vector<relay_figures> relays;
     std::vector<double> relay_rates, from_start, batch_rates, ratios;
     for (std::size_t round = 0; round < o.rounds; ++round) {
-        relays.push_back(run_relay(server, o.records, o.relay_options));
+        relays.push_back(run_relay(server, o.records, o.relay_options, si::testing::placement::partition_of_context));
         relay_rates.push_back(relays.back().per_s());
         from_start.push_back(relays.back().per_s_from_start);
         batch_rates.push_back(run_batches(server, o.batch_run));
@@ -329,6 +332,10 @@ void run(const options& o) {
     print("relay_vs_batch_4", median(ratios));
     print("relay_vs_batch_4_min", std::ranges::min(ratios));
     print("relay_vs_batch_4_max", std::ranges::max(ratios));
+    // Each order's records on random partitions: all four threads decide every order, and a batch
+    // waits for the instance locks the others' batches hold until they commit.
+    print("relay_records_per_s_scattered",
+          run_relay(server, o.records, o.relay_options, si::testing::placement::random_partition).per_s());
 }
 
 }  // namespace

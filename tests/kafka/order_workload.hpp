@@ -1,6 +1,8 @@
 #pragma once
 // The order workload of the Kafka and relay tests and of bench_relay: orders of four messages,
-// some sent twice, shuffled, produced to random partitions (so out of order within a context).
+// some sent twice, shuffled, produced to random partitions (so out of order within a context),
+// or each order's to one partition, as a producer keyed by order id does (still out of order).
+#include <functional>
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -11,6 +13,9 @@
 #include "support/world.hpp"
 
 namespace seqinbox::testing {
+
+/// Where the records of one order go.
+enum class placement { random_partition, partition_of_context };
 
 /// Every logical message of `contexts` orders, each once or more, shuffled.
 struct order_workload {
@@ -36,14 +41,18 @@ struct order_workload {
         std::shuffle(records.begin(), records.end(), rng);
     }
 
-    /// Produces records [from, to) to `topic`, each on a random one of `partitions` partitions.
+    /// Produces records [from, to) to `topic`, each on one of `partitions` partitions: a random
+    /// one, or the one of its order (its key).
     void produce(mock_cluster& cluster, const std::string& topic, int partitions, std::uint64_t seed, std::size_t from = 0,
-                 std::size_t to = static_cast<std::size_t>(-1)) const {
+                 std::size_t to = static_cast<std::size_t>(-1), placement where = placement::random_partition) const {
         std::mt19937_64 rng(seed);
+        const auto count = static_cast<std::uint64_t>(partitions);
         for (std::size_t i = from; i < std::min(to, records.size()); ++i) {
             envelope e = records[i];
             e.topic = topic;
-            cluster.produce_async(topic, e, static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(partitions)));
+            const std::uint64_t random = rng();
+            const std::uint64_t pick = where == placement::random_partition ? random : std::hash<std::string>{}(e.key.value_or(""));
+            cluster.produce_async(topic, e, static_cast<std::int32_t>(pick % count));
         }
         cluster.flush();
     }
