@@ -205,6 +205,8 @@ BOOST_AUTO_TEST_CASE(sigterm_between_join_and_first_assignment_of_a_cooperative_
     // librdkafka before 2.3.0 asserts when it destroys a cooperative-sticky member that joined
     // its group but has no assignment yet. The mock delays each SyncGroup reply (which carries
     // the assignment) by 2 s, and each member is stopped after its JoinGroup reply, in that gap.
+    // One consumer thread each: a relay's threads are members of their own, and a second one
+    // would join after the delayed SyncGroup and may be assigned before the stop.
     relay_world world;
     constexpr int members = 6;
     constexpr std::int16_t sync_group = 14;
@@ -215,7 +217,7 @@ BOOST_AUTO_TEST_CASE(sigterm_between_join_and_first_assignment_of_a_cooperative_
         BOOST_TEST_REQUIRE(!rd_kafka_mock_coordinator_set(world.cluster.native(), "group", group.c_str(), 1));
         BOOST_TEST_REQUIRE(
             !rd_kafka_mock_broker_push_request_error_rtts(world.cluster.native(), 1, sync_group, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 2000));
-        auto arguments = world.arguments(group);
+        auto arguments = world.arguments(group, 1);
         for (const char* property : {"partition.assignment.strategy=cooperative-sticky", "debug=cgrp", "log_level=7"})
             arguments.insert(arguments.end(), {"--consumer-property", property});
         started.push_back(std::make_unique<relay_process>(arguments, world.dir / (group + ".log")));

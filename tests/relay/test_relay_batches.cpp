@@ -1,15 +1,20 @@
 // The relay on batches (issue 19), as a user runs it: `seqinbox run` as a child process on the
 // mock cluster and a throwaway PostgreSQL. A batch of out-of-order records comes out in declared
 // order; a publish the broker refuses makes only its message FAILED (dead-lettered) while the
-// rest of its batch is still published; bad batch options are refused naming the value.
+// rest of its batch is still published; bad batch options are refused naming the value. Each
+// consumer thread is a group member of its own, so each input partition is one thread's.
 #define BOOST_TEST_MODULE seqinbox relay batches
 #include <boost/test/unit_test.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <chrono>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "relay/relay_process.hpp"
@@ -40,7 +45,52 @@ std::vector<std::string> contexts_where(std::int32_t partition, bool on, std::si
     return result;
 }
 
+/// Who holds each input partition after the last assignment in `log`: the consumer thread
+/// ("consumer 2") that logged it, "" when the line names no thread.
+std::map<int, std::string> partition_owners(const std::string& log) {
+    static const std::regex assigned("(consumer [0-9]+: )?kafka: cluster '[^']*': " + input +
+                                     "/([0-9]+) (starts at|has no committed offset)");
+    std::map<int, std::string> owners;
+    for (std::sregex_iterator it(log.begin(), log.end(), assigned), end; it != end; ++it)
+        owners[std::stoi((*it)[2].str())] = (*it)[1].str().empty() ? "" : (*it)[1].str().substr(0, (*it)[1].length() - 2);
+    return owners;
+}
+
+std::set<std::string> owning_threads(const std::map<int, std::string>& owners) {
+    std::set<std::string> threads;
+    for (const auto& [partition, owner] : owners) threads.insert(owner);
+    return threads;
+}
+
+/// Waits until every input partition is assigned and two threads share them (up to 60 s: a
+/// second member may cost the group another join round).
+std::map<int, std::string> settled_owners(const relay_process& relay) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto owners = partition_owners(relay.log());
+    while ((owners.size() < input_partitions || owning_threads(owners).size() < 2) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        owners = partition_owners(relay.log());
+    }
+    return owners;
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(each_consumer_thread_is_a_group_member_holding_its_own_partitions) {
+    relay_world world;
+    const si::testing::order_workload work(80, 0.2, 37);
+    work.produce(world.cluster, input, input_partitions, 32);
+    relay_process relay(world.arguments("relay-members", 2), world.dir / "relay.log");
+    const auto owners = settled_owners(relay);
+    BOOST_TEST_REQUIRE(world.wait_for_input_decided("relay-members", static_cast<long long>(work.logical)), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    BOOST_TEST(owners.size() == static_cast<std::size_t>(input_partitions), relay.log());
+    for (const auto& [partition, owner] : owners)
+        BOOST_TEST(owner.starts_with("consumer "), input << "/" << partition << " is assigned to '" << owner << "', not to a consumer thread");
+    BOOST_TEST(owning_threads(owners) == (std::set<std::string>{"consumer 1", "consumer 2"}), relay.log());
+    expect_in_declared_order(world.cluster.read_all(output, output_partitions, work.logical + 1, std::chrono::seconds(5)), work);
+}
 
 BOOST_AUTO_TEST_CASE(a_batch_of_out_of_order_duplicated_records_is_published_once_in_declared_order) {
     relay_world world;

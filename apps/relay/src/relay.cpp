@@ -1,8 +1,10 @@
 #include "seqinbox/relay/relay.hpp"
 
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "health_board.hpp"
 #include "job_schedule.hpp"
@@ -106,14 +108,12 @@ public:
                          .delivery_timeout = options_.delivery_timeout}),
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
           topics_checked_(check_topics()),
-          source_(source_options(), decls_, options_.input_topic),
+          sources_(join_group()),
           retries_(*metrics_.shared_registry()),
-          watched_(source_, retries_),
-          inbox_(store_, watched_, dead_letters_, decls_,
-                 {.decoder = {options_.type_header, options_.idempotence_header}, .metrics = metrics_, .logger = logger_}),
+          members_(make_members()),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           http_(options_.http_port, routes()) {
-        publish_released_messages();
+        for (const auto& m : members_) publish_released_messages(m->inbox);
     }
 
     ~impl() { stop(); }
@@ -121,7 +121,7 @@ public:
     impl& operator=(const impl&) = delete;
 
     void start() {
-        for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n); });
+        for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n, *members_[n - 1]); });
         schedule_ = std::make_unique<detail::job_schedule>(std::vector<detail::job_schedule::job>{
             {options_.actions_every, [this] { run_job("pending actions", [this] { run_actions(); }); }},
             {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
@@ -135,7 +135,7 @@ public:
         stopping_ = true;
         for (auto& t : consumers_) t.join();
         if (schedule_) schedule_->stop();
-        source_.close();  // commits what was decided, leaves the group
+        for (const auto& source : sources_) source->close();  // commits what was decided, leaves the group
         note(log_level::info, "relay stopped");
     }
 
@@ -143,19 +143,54 @@ public:
     /// Healthy when every part's last attempt worked and no record is being retried.
     std::pair<bool, std::string> health() {
         auto [fine, text] = health_.report();
-        const auto retrying = watched_.retrying();
+        const auto retrying = members_.front()->watched.retrying();  // every member's
         if (retrying.empty()) return {fine, std::move(text)};
         return {false, (fine ? std::string() : text) + retrying};
     }
 
 private:
-    kafka::source_options source_options() {
+    /// What one consumer thread decides: its own group member, so that Kafka gives each partition
+    /// (and the contexts keyed to it) to one thread; a batch then never waits for another
+    /// thread's batch holding the same instances. Its own inbox object, on the shared store.
+    struct member {
+        member(impl& relay, kafka::source& source, std::vector<kafka::source*> group)
+            : watched(source, relay.retries_, std::move(group)),
+              inbox(relay.store_, watched, relay.dead_letters_, relay.decls_,
+                    {.decoder = {relay.options_.type_header, relay.options_.idempotence_header},
+                     .metrics = relay.metrics_,
+                     .logger = relay.logger_}) {}
+        detail::watched_source watched;
+        inbox_type inbox;
+    };
+
+    /// One source per consumer thread, all subscribed before any thread polls, so that the
+    /// group's first join takes them all (a later member forces another round).
+    std::vector<std::unique_ptr<kafka::source>> join_group() {
+        std::vector<std::unique_ptr<kafka::source>> sources;
+        for (std::size_t n = 1; n <= options_.consumer_threads; ++n)
+            sources.push_back(std::make_unique<kafka::source>(source_options(n), decls_, options_.input_topic));
+        return sources;
+    }
+
+    std::vector<std::unique_ptr<member>> make_members() {
+        std::vector<kafka::source*> group;
+        for (const auto& source : sources_) group.push_back(source.get());
+        std::vector<std::unique_ptr<member>> members;
+        for (const auto& source : sources_) members.push_back(std::make_unique<member>(*this, *source, group));
+        return members;
+    }
+
+    /// Consumer thread `n`'s source: its report lines name the thread, so the log shows which
+    /// thread was assigned which partitions.
+    kafka::source_options source_options(std::size_t n) {
         kafka::source_options o;
         o.clusters = consumer_clusters(options_);
         o.batch_linger = options_.batch_linger;
-        o.report = [this](std::string_view line) { note(log_level::info, "kafka: " + std::string(line)); };
+        o.report = [this, n](std::string_view line) { note(log_level::info, consumer_name(n) + ": kafka: " + std::string(line)); };
         return o;
     }
+
+    static std::string consumer_name(std::size_t n) { return "consumer " + std::to_string(n); }
 
     /// A missing dead-letter or output topic stops the start, rather than failing every delivery
     /// (or the first bad record); checked before the source joins its group, so that a relay
@@ -167,11 +202,11 @@ private:
     }
 
     /// Every declared type's listener publishes to its sequence's output topic.
-    void publish_released_messages() {
+    void publish_released_messages(inbox_type& inbox) {
         for (const auto& sequence : decls_.sequences) {
             const auto topic = output_topic_of(options_, sequence.name);
             for (const auto& message : sequence.messages)
-                inbox_.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
+                inbox.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
                     if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
                     else publisher_.publish(topic, c.record, partition_key_of(c));
                 });
@@ -189,7 +224,7 @@ private:
             {"/metrics",
              [this] {
                  metrics_.refresh(store_, clock::system_clock{}.now(), options_.expiring_share);
-                 watched_.retrying();  // refreshes seqinbox_retrying_records
+                 members_.front()->watched.retrying();  // refreshes seqinbox_retrying_records
                  return http_response{200, std::string(metrics::prometheus_content_type), metrics_.shared_registry()->render()};
              }},
             {"/healthz",
@@ -200,11 +235,11 @@ private:
         };
     }
 
-    void consume(std::size_t n) {
-        const std::string part = "consumer " + std::to_string(n);
+    void consume(std::size_t n, member& m) {
+        const std::string part = consumer_name(n);
         while (!stopping_) {
             try {
-                decide_next();
+                decide_next(m);
                 health_.fine(part);
             } catch (const std::exception& e) {
                 health_.failing(part, e.what());
@@ -215,9 +250,9 @@ private:
     }
 
     /// A batch, or one record while a batch whose publications failed comes again.
-    void decide_next() {
-        if (watched_.one_at_a_time()) {
-            inbox_.poll_once();
+    void decide_next(member& m) {
+        if (m.watched.one_at_a_time()) {
+            m.inbox.poll_once();
             return;
         }
         kafka::publication_batch publications;
@@ -225,7 +260,7 @@ private:
         const struct done_batch {
             ~done_batch() { batch_publications = nullptr; }
         } done;
-        inbox_.poll_batch(options_.batch_size, {.before_commit = [this, &publications] { await(publications); }});
+        m.inbox.poll_batch(options_.batch_size, {.before_commit = [this, &publications] { await(publications); }});
     }
 
     /// Every publication of the batch acknowledged, or the batch does not commit.
@@ -254,7 +289,8 @@ private:
     }
 
     void run_actions() {
-        if (const auto ran = inbox_.run_pending_actions(options_.action_page_size, options_.action_pages); ran > 0)
+        // Any member's inbox: pending actions are the store's, not a partition's.
+        if (const auto ran = members_.front()->inbox.run_pending_actions(options_.action_page_size, options_.action_pages); ran > 0)
             note(log_level::info, "pending actions: " + std::to_string(ran) + " executed");
     }
 
@@ -283,12 +319,11 @@ private:
     pg::store store_;
     kafka::dead_letter_sink dead_letters_;
     kafka::publisher publisher_;
-    [[maybe_unused]] bool topics_checked_;  // before source_: see check_topics()
-    kafka::source source_;
+    [[maybe_unused]] bool topics_checked_;  // before sources_: see check_topics()
+    std::vector<std::unique_ptr<kafka::source>> sources_;  // one per consumer thread
     metrics::prometheus_metrics metrics_;
     detail::retry_board retries_;
-    detail::watched_source watched_;
-    inbox_type inbox_;
+    std::vector<std::unique_ptr<member>> members_;  // members_[n - 1] is consumer thread n's
     housekeeper_type housekeeper_;
     detail::health_board health_;
     std::atomic<bool> stopping_{false};

@@ -131,11 +131,14 @@ private:
     metrics::gauge_family* retrying_;
 };
 
-/// The relay's message source: the Kafka source, telling the retry board what it gives back
-/// and what is decided.
+/// One consumer thread's message source: its Kafka source (its own member of the relay's group),
+/// telling the retry board, which all members share, what it gives back and what is decided.
 class watched_source {
 public:
-    watched_source(kafka::source& source, retry_board& board) : source_(&source), board_(&board) {}
+    /// `group`: every member's source, `source` among them.
+    watched_source(kafka::source& source, retry_board& board, std::vector<kafka::source*> group)
+        : source_(&source), board_(&board), group_(std::move(group)) {}
+    watched_source(kafka::source& source, retry_board& board) : watched_source(source, board, {&source}) {}
 
     std::optional<envelope> poll() { return source_->poll(); }
     std::vector<envelope> poll_batch(std::size_t max) { return source_->poll_batch(max); }
@@ -155,12 +158,20 @@ public:
     /// Whether the relay must decide one record at a time now (see refused_publication).
     bool one_at_a_time() { return board_->one_at_a_time(generation()); }
 
+    /// The records every member of the group is retrying.
     std::string retrying() {
-        return board_->report(generation(), [this](const envelope& record) { return source_->undecided(record); });
+        return board_->report(generation(), [this](const envelope& record) {
+            return std::ranges::any_of(group_, [&record](const kafka::source* member) { return member->undecided(record); });
+        });
     }
 
 private:
-    std::uint64_t generation() const { return source_->statistics().rebalances; }
+    /// A rebalance reaches every member of the group, so the sum of their counts grows with each.
+    std::uint64_t generation() const {
+        std::uint64_t rebalances = 0;
+        for (const auto* member : group_) rebalances += member->statistics().rebalances;
+        return rebalances;
+    }
 
     static bool publication_refused() {
         try {
@@ -174,6 +185,7 @@ private:
 
     kafka::source* source_;
     retry_board* board_;
+    std::vector<kafka::source*> group_;
 };
 
 }  // namespace seqinbox::relay::detail

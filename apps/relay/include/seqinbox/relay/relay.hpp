@@ -59,6 +59,7 @@ struct relay_options {
     /// Headers carrying the message type and the idempotence id.
     std::string type_header = "message-type";
     std::string idempotence_header = "idempotence-id";
+    /// Each consumer thread is a consumer-group member of its own, so each partition is one thread's.
     std::size_t consumer_threads = 1;
     /// Each consumer thread decides up to batch_size records in one transaction, taking what the
     /// consumer fetched plus what arrives within batch_linger; the batch's publications are
