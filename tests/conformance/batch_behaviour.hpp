@@ -66,10 +66,10 @@ inline claim_key testing_key(const envelope& record) {
 }
 
 /// Runs `script` on a fresh fixture: one by one when `batch_size` is 0, else in batches of it.
-template <class B, class Propagation>
+template <class B, class Claim, class Propagation>
 run_outcome run_script(const delivery_script& script, std::size_t batch_size) {
     B b;
-    harness<B, claim::insert_first, Propagation> h(b, fail_once_each(script.failing), script.decls);
+    harness<B, Claim, Propagation> h(b, fail_once_each(script.failing), script.decls);
     std::vector<delivery_result> results;
     const std::span<const envelope> records(script.records);
     for (std::size_t i = 0; i < records.size(); i += std::max<std::size_t>(batch_size, 1)) {
@@ -98,12 +98,12 @@ run_outcome run_script(const delivery_script& script, std::size_t batch_size) {
     return out;
 }
 
-template <class B, class Propagation>
+template <class B, class Propagation, class Claim = claim::insert_first>
 void expect_batches_agree(const delivery_script& script) {
-    const run_outcome one = run_script<B, Propagation>(script, 0);
+    const run_outcome one = run_script<B, Claim, Propagation>(script, 0);
     for (std::size_t size : {script.records.size(), std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
         BOOST_TEST_CONTEXT(script.name << ", batches of " << size) {
-            const run_outcome batched = run_script<B, Propagation>(script, size);
+            const run_outcome batched = run_script<B, Claim, Propagation>(script, size);
             BOOST_TEST(join(batched.results) == join(one.results));
             BOOST_TEST((batched.calls_by_context == one.calls_by_context));
             BOOST_TEST((batched.rows == one.rows));
@@ -180,6 +180,18 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery, Ba
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_under_required, Backend, backends) {
     for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::required>(script);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_under_requires_new, Backend, backends) {
+    for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::requires_new>(script);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_with_check_then_insert, Backend, backends) {
+    for (const auto& script : conf::batch_scripts()) {
+        conf::expect_batches_agree<Backend, si::propagation::not_supported, si::claim::check_then_insert>(script);
+        conf::expect_batches_agree<Backend, si::propagation::required, si::claim::check_then_insert>(script);
+        conf::expect_batches_agree<Backend, si::propagation::requires_new, si::claim::check_then_insert>(script);
+    }
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_duplicate_within_a_batch_is_skipped, Backend, backends) {
