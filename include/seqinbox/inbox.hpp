@@ -629,11 +629,12 @@ private:
         return round;
     }
 
-    /// Claimed and decidable now. A claim lost to one the batch deleted since (a failed replay of
-    /// that key) is tried again: claimed one by one, after that replay, it would have won.
+    /// Claimed and decidable now. A claim made before the batch deleted its key (a failed replay
+    /// of that key) is tried again: claimed one by one, after that replay, it would have won, and
+    /// seen the FAILED row (a check_then_insert claim "wins" with the rows it read before).
     static bool ready(const scope& s, batch_item& item) {
         if (!item.claim) return false;
-        if (item.claim->won || !s.batch->forgotten.contains(item.d.key())) return true;
+        if (!s.batch->forgotten.contains(item.d.key())) return true;
         item.claim.reset();
         return false;
     }
