@@ -204,7 +204,30 @@ std::set<claim_key> claims_of(const memory::store& store) {
     return claims;
 }
 
-// The property: any records, any cut into batches, the same results and rows as one by one,
+/// The same operator action in both worlds, then run: on a WAITING message (consume or expire)
+/// or on a context's instance (consume all or close).
+template <class World, class Pick>
+void act_alike(World& a, World& b, Pick& pick) {
+    std::vector<message_record> waiting;
+    for (const auto& m : a.store.messages())
+        if (m.state == message_state::waiting) waiting.push_back(m);
+    const std::string context = "o" + std::to_string(pick(3));
+    const std::size_t kind = pick(4);
+    const std::size_t which = waiting.empty() ? 0 : pick(waiting.size());
+    for (World* w : {&a, &b}) {
+        if (kind < 2 && !waiting.empty()) {
+            for (const auto& m : w->store.messages())
+                if (m.key() == waiting[which].key() && m.state == message_state::waiting)
+                    w->store.request_message_action(m.id, kind == 0 ? message_action::consume : message_action::expire, timestamp{});
+        } else if (auto i = w->store.find_instance("OrderSequence", context)) {
+            w->store.request_instance_action(i->id, kind == 2 ? instance_action::consume_all : instance_action::close, timestamp{});
+        }
+        w->inbox->run_pending_actions();
+    }
+}
+
+// The property: any records, any cut into batches, operator actions between them, the same
+// results and rows as one by one,
 // whatever the claim strategy and propagation.
 BOOST_AUTO_TEST_CASE_TEMPLATE(batches_decide_as_one_by_one_delivery_does, Policies, every_policy) {
     const std::vector<std::string> types{"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"};
@@ -226,12 +249,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(batches_decide_as_one_by_one_delivery_does, Polici
         single.failing = failing;
         batched.failing = failing;
         std::vector<delivery_result> one_by_one, in_batches;
-        for (const auto& r : records) one_by_one.push_back(single.inbox->deliver(r));
         for (std::size_t at = 0; at < records.size();) {
             const std::size_t size = std::min(records.size() - at, 1 + pick(12));
+            for (std::size_t i = at; i < at + size; ++i) one_by_one.push_back(single.inbox->deliver(records[i]));
             auto part = batched.batch(std::vector<envelope>(records.begin() + at, records.begin() + at + size));
             in_batches.insert(in_batches.end(), part.begin(), part.end());
             at += size;
+            if (pick(4) == 0) act_alike(single, batched, pick);
         }
         BOOST_TEST_CONTEXT("seed " << seed) {
             BOOST_TEST_REQUIRE(in_batches.size() == one_by_one.size());
