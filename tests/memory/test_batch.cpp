@@ -307,23 +307,3 @@ BOOST_AUTO_TEST_CASE(concurrent_batches_process_every_message_once_and_in_order)
         }
     }
 }
-
-// A message whose consume by an operator failed keeps its FAILED row; buffered again, it takes
-// that row (and its id) back, so one by one it is released before a message that waited since.
-BOOST_AUTO_TEST_CASE(a_resent_failed_message_is_released_in_the_order_of_its_row_as_one_by_one) {
-    batch_world single, batched;
-    for (batch_world* w : {&single, &batched}) {
-        w->failing[{"OrderPrepared", "p1"}] = 1;
-        w->inbox->deliver(record("OrderPrepared", "p1", "o1"));
-        BOOST_TEST_REQUIRE(w->store.request_instance_action(w->store.find_instance("OrderSequence", "o1")->id, instance_action::consume_all,
-                                                            timestamp{}));
-        w->inbox->run_pending_actions();
-        BOOST_TEST_REQUIRE(rows_of(w->store).contains({"OrderPrepared", "p1", message_state::failed}));
-        w->inbox->deliver(record("OrderValidated", "v1", "o1"));  // WAITING, a row after p1's
-    }
-    const std::vector<envelope> records{record("OrderPrepared", "p1", "o1"), record("OrderCreated", "c1", "o1")};
-    for (const auto& r : records) single.inbox->deliver(r);
-    batched.batch(records);
-    BOOST_TEST(batched.calls.order_of("o1") == single.calls.order_of("o1"), boost::test_tools::per_element());
-    BOOST_TEST((rows_of(batched.store) == rows_of(single.store)));
-}
