@@ -118,7 +118,8 @@ inline envelope rec(const std::string& type, const std::string& id, const std::s
     return testing::record(type, id, context, std::move(value));
 }
 
-/// The deliveries of the suite's cases, plus a shuffled mix of several contexts with duplicates.
+/// The deliveries of the suite's cases, a shuffled mix of several contexts with duplicates, and
+/// random ones (two contexts, duplicates, failures).
 inline std::vector<delivery_script> batch_scripts() {
     std::vector<delivery_script> scripts;
     scripts.push_back({"predecessor buffered then released, duplicates",
@@ -160,6 +161,21 @@ inline std::vector<delivery_script> batch_scripts() {
             for (int copy = 0; copy < (type == "OrderValidated" ? 2 : 1); ++copy) mixed.records.push_back(rec(type, type + "@" + context, context));
     std::shuffle(mixed.records.begin(), mixed.records.end(), std::mt19937(19));
     scripts.push_back(mixed);
+    for (unsigned seed = 1; seed <= 3; ++seed) {
+        std::mt19937 random(seed);
+        auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+        const std::vector<std::string> types{"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"};
+        delivery_script r{"random " + std::to_string(seed), {}, {}};
+        for (int i = 0; i < 18; ++i) {
+            const std::string context = "o" + std::to_string(pick(2));
+            const std::string& type = types[pick(types.size())];
+            const std::string id = type.substr(5, 2) + context + (pick(4) == 0 ? "b" : "a");
+            r.records.push_back(rec(type, id, context));
+            if (pick(6) == 0) r.failing.insert(type + "/" + id);
+            if (pick(4) == 0) r.records.push_back(r.records[pick(r.records.size())]);
+        }
+        scripts.push_back(r);
+    }
     return scripts;
 }
 
