@@ -386,6 +386,7 @@ private:
     /// the rest. Its place in `unstored` is its arrival.
     struct unstored_row {
         message_record row;  ///< id 0: not stored
+        message_id takes_over = 0;  ///< the key's FAILED row it will be stored in: its place among stored rows
         bool settled = false;
     };
 
@@ -404,7 +405,10 @@ private:
         template <class Wanted>
         void add_unstored(detail::release_plan& plan, Wanted wanted) const {
             for (std::size_t i = 0; i < unstored.size(); ++i)
-                if (!unstored[i].settled && wanted(unstored[i].row.type)) plan.add_unstored(unstored[i].row, i);
+                if (!unstored[i].settled && wanted(unstored[i].row.type)) {
+                    if (unstored[i].takes_over != 0) plan.add_in_place_of(unstored[i].row, unstored[i].takes_over);
+                    else plan.add_unstored(unstored[i].row, i);
+                }
         }
 
         /// The replay of `row` stored its final state: not stored again at the batch's end.
@@ -446,7 +450,7 @@ private:
             return skipped(d, result, "already handled");
         }
         if (!recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
-            buffer(s, locked, d, now);
+            buffer(s, locked, d, existing, now);
             result.outcome = outcome::buffered;
             decided(about(d, decision_kind::buffered));
             return result;
@@ -629,11 +633,12 @@ private:
         return round;
     }
 
-    /// Claimed and decidable now. A claim lost to one the batch deleted since (a failed replay of
-    /// that key) is tried again: claimed one by one, after that replay, it would have won.
+    /// Claimed and decidable now. A claim made before the batch deleted its key (a failed replay
+    /// of that key) is tried again: claimed one by one, after that replay, it would have won, and
+    /// seen the FAILED row (a check_then_insert claim "wins" with the rows it read before).
     static bool ready(const scope& s, batch_item& item) {
         if (!item.claim) return false;
-        if (item.claim->won || !s.batch->forgotten.contains(item.d.key())) return true;
+        if (!s.batch->forgotten.contains(item.d.key())) return true;
         item.claim.reset();
         return false;
     }
@@ -881,10 +886,11 @@ private:
         });
     }
 
-    void buffer(scope& s, locked_instance& locked, const delivery& d, timestamp now) {
+    /// `failed`: the key's rows, all FAILED; the newest takes the WAITING state (store_message).
+    void buffer(scope& s, locked_instance& locked, const delivery& d, const std::vector<message_record>& failed, timestamp now) {
         message_record row = row_for(locked.row.id, d, message_state::waiting, now, true);
         if (s.batch != nullptr)
-            locked.unstored.push_back({std::move(row)});
+            locked.unstored.push_back({std::move(row), failed.empty() ? 0 : std::ranges::max(failed, {}, &message_record::id).id});
         else
             store_state(s, d, std::move(row));
     }

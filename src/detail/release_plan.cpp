@@ -27,12 +27,17 @@ void release_plan::mark_fetched(const std::string& type) {
 
 void release_plan::add(message_record row) {
     const arrival order{false, row.id};
-    entries_.push_back({std::move(row), order, false});
-    evaluate(entries_.size() - 1);
+    add_entry(std::move(row), order);
 }
 
+void release_plan::add_in_place_of(message_record row, message_id stored) { add_entry(std::move(row), {false, stored}); }
+
 void release_plan::add_unstored(message_record row, std::size_t arrival_number) {
-    entries_.push_back({std::move(row), {true, static_cast<std::int64_t>(arrival_number)}, false});
+    add_entry(std::move(row), {true, static_cast<std::int64_t>(arrival_number)});
+}
+
+void release_plan::add_entry(message_record row, arrival order) {
+    entries_.push_back({std::move(row), order, false});
     evaluate(entries_.size() - 1);
 }
 

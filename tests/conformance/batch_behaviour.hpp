@@ -66,10 +66,10 @@ inline claim_key testing_key(const envelope& record) {
 }
 
 /// Runs `script` on a fresh fixture: one by one when `batch_size` is 0, else in batches of it.
-template <class B, class Propagation>
+template <class B, class Claim, class Propagation>
 run_outcome run_script(const delivery_script& script, std::size_t batch_size) {
     B b;
-    harness<B, claim::insert_first, Propagation> h(b, fail_once_each(script.failing), script.decls);
+    harness<B, Claim, Propagation> h(b, fail_once_each(script.failing), script.decls);
     std::vector<delivery_result> results;
     const std::span<const envelope> records(script.records);
     for (std::size_t i = 0; i < records.size(); i += std::max<std::size_t>(batch_size, 1)) {
@@ -98,12 +98,12 @@ run_outcome run_script(const delivery_script& script, std::size_t batch_size) {
     return out;
 }
 
-template <class B, class Propagation>
+template <class B, class Propagation, class Claim = claim::insert_first>
 void expect_batches_agree(const delivery_script& script) {
-    const run_outcome one = run_script<B, Propagation>(script, 0);
+    const run_outcome one = run_script<B, Claim, Propagation>(script, 0);
     for (std::size_t size : {script.records.size(), std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
         BOOST_TEST_CONTEXT(script.name << ", batches of " << size) {
-            const run_outcome batched = run_script<B, Propagation>(script, size);
+            const run_outcome batched = run_script<B, Claim, Propagation>(script, size);
             BOOST_TEST(join(batched.results) == join(one.results));
             BOOST_TEST((batched.calls_by_context == one.calls_by_context));
             BOOST_TEST((batched.rows == one.rows));
@@ -118,7 +118,8 @@ inline envelope rec(const std::string& type, const std::string& id, const std::s
     return testing::record(type, id, context, std::move(value));
 }
 
-/// The deliveries of the suite's cases, plus a shuffled mix of several contexts with duplicates.
+/// The deliveries of the suite's cases, a shuffled mix of several contexts with duplicates, and
+/// random ones (two contexts, duplicates, failures).
 inline std::vector<delivery_script> batch_scripts() {
     std::vector<delivery_script> scripts;
     scripts.push_back({"predecessor buffered then released, duplicates",
@@ -160,6 +161,21 @@ inline std::vector<delivery_script> batch_scripts() {
             for (int copy = 0; copy < (type == "OrderValidated" ? 2 : 1); ++copy) mixed.records.push_back(rec(type, type + "@" + context, context));
     std::shuffle(mixed.records.begin(), mixed.records.end(), std::mt19937(19));
     scripts.push_back(mixed);
+    for (unsigned seed = 1; seed <= 3; ++seed) {
+        std::mt19937 random(seed);
+        auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+        const std::vector<std::string> types{"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"};
+        delivery_script r{"random " + std::to_string(seed), {}, {}};
+        for (int i = 0; i < 18; ++i) {
+            const std::string context = "o" + std::to_string(pick(2));
+            const std::string& type = types[pick(types.size())];
+            const std::string id = type.substr(5, 2) + context + (pick(4) == 0 ? "b" : "a");
+            r.records.push_back(rec(type, id, context));
+            if (pick(6) == 0) r.failing.insert(type + "/" + id);
+            if (pick(4) == 0) r.records.push_back(r.records[pick(r.records.size())]);
+        }
+        scripts.push_back(r);
+    }
     return scripts;
 }
 
@@ -180,6 +196,41 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery, Ba
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_under_required, Backend, backends) {
     for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::required>(script);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_under_requires_new, Backend, backends) {
+    for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::requires_new>(script);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_with_check_then_insert, Backend, backends) {
+    for (const auto& script : conf::batch_scripts()) {
+        conf::expect_batches_agree<Backend, si::propagation::not_supported, si::claim::check_then_insert>(script);
+        conf::expect_batches_agree<Backend, si::propagation::required, si::claim::check_then_insert>(script);
+        conf::expect_batches_agree<Backend, si::propagation::requires_new, si::claim::check_then_insert>(script);
+    }
+}
+
+// A message whose consume by an operator failed keeps its FAILED row; buffered again, it takes
+// that row (and its id) back, so one by one it is released before a message that waited since.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_resent_failed_message_is_released_in_the_order_of_its_row, Backend, backends) {
+    const std::vector<si::envelope> records{conf::rec("OrderPrepared", "p1", "o1"), conf::rec("OrderCreated", "c1", "o1")};
+    std::vector<std::string> order[2];
+    for (const bool batched : {false, true}) {
+        Backend b;
+        conf::harness<Backend> h(b, conf::fail_once_each({"OrderPrepared/p1"}));
+        h.deliver("OrderPrepared", "p1", "o1");
+        BOOST_TEST_REQUIRE(b.store.request_instance_action(b.find_instance("OrderSequence", "o1")->id, si::instance_action::consume_all,
+                                                           b.clock.now()));
+        h.inbox->run_pending_actions();
+        expect_rows(b, "OrderPrepared", "p1", {"FAILED"});
+        h.deliver("OrderValidated", "v1", "o1");  // WAITING, a row after p1's
+        if (batched) h.inbox->deliver_batch(records);
+        else
+            for (const auto& r : records) h.deliver(r);
+        expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
+        order[batched] = h.log.order_of("o1");
+    }
+    BOOST_TEST(order[1] == order[0], boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_duplicate_within_a_batch_is_skipped, Backend, backends) {

@@ -1,6 +1,7 @@
 // deliver_batch on the in-memory store: every result is the one delivering the records one after
 // another would give, all of the batch commits at once, and the error sink hears after the commit.
 #define BOOST_TEST_MODULE batch
+#include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "seqinbox/claim/check_then_insert.hpp"
 #include "seqinbox/memory/inbox.hpp"
 #include "seqinbox/memory/testing.hpp"
 #include "support/world.hpp"
@@ -25,17 +27,19 @@ namespace {
 
 /// An inbox on the order sequence whose listeners log their calls and throw for the keys in
 /// `failing` (each as many times as given).
-struct batch_world {
+template <class Policies = default_policies>
+struct basic_batch_world {
+    using inbox_type = memory::basic_inbox<Policies>;
     memory::store store;
     memory::source source;
     memory::error_sink sink;
     testing::call_log calls;
     std::map<claim_key, int> failing;
-    std::unique_ptr<memory::inbox> inbox;
+    std::unique_ptr<inbox_type> inbox;
 
-    batch_world() : inbox(std::make_unique<memory::inbox>(store, source, sink, testing::order_declarations())) {
+    basic_batch_world() : inbox(std::make_unique<inbox_type>(store, source, sink, testing::order_declarations())) {
         for (const auto& msg : inbox->declared().sequences.at(0).messages)
-            inbox->on(msg.qualified_type(), [this](const testing::message&, const memory::inbox::context& ctx) {
+            inbox->on(msg.qualified_type(), [this](const testing::message&, const typename inbox_type::context& ctx) {
                 calls.add({ctx.qualified_type, ctx.idempotence_id, ctx.context_id, ctx.replayed});
                 if (auto it = failing.find({ctx.qualified_type, ctx.idempotence_id}); it != failing.end() && it->second > 0) {
                     --it->second;
@@ -48,6 +52,21 @@ struct batch_world {
         return inbox->deliver_batch(records, hooks);
     }
 };
+
+using batch_world = basic_batch_world<>;
+
+template <class Claim, class Propagation>
+struct policies_of : default_policies {
+    using claim = Claim;
+    using propagation = Propagation;
+};
+
+using every_policy = boost::mpl::list<policies_of<claim::insert_first, propagation::not_supported>,
+                                      policies_of<claim::insert_first, propagation::required>,
+                                      policies_of<claim::insert_first, propagation::requires_new>,
+                                      policies_of<claim::check_then_insert, propagation::not_supported>,
+                                      policies_of<claim::check_then_insert, propagation::required>,
+                                      policies_of<claim::check_then_insert, propagation::requires_new>>;
 
 std::vector<outcome> outcomes(const std::vector<delivery_result>& results) {
     std::vector<outcome> o;
@@ -178,8 +197,39 @@ BOOST_AUTO_TEST_CASE(poll_batch_acknowledges_every_record_after_the_commit) {
     BOOST_TEST(rows_of(w.store).count({"OrderShipped", "s1", message_state::processed}) == 1u);
 }
 
-// The property: any records, any cut into batches, the same results and rows as one by one.
-BOOST_AUTO_TEST_CASE(batches_decide_as_one_by_one_delivery_does) {
+std::set<claim_key> claims_of(const memory::store& store) {
+    std::set<claim_key> claims;
+    for (const auto& m : store.messages())
+        if (memory::testing::has_claim(store, m.key())) claims.insert(m.key());
+    return claims;
+}
+
+/// The same operator action in both worlds, then run: on a WAITING message (consume or expire)
+/// or on a context's instance (consume all or close).
+template <class World, class Pick>
+void act_alike(World& a, World& b, Pick& pick) {
+    std::vector<message_record> waiting;
+    for (const auto& m : a.store.messages())
+        if (m.state == message_state::waiting) waiting.push_back(m);
+    const std::string context = "o" + std::to_string(pick(3));
+    const std::size_t kind = pick(4);
+    const std::size_t which = waiting.empty() ? 0 : pick(waiting.size());
+    for (World* w : {&a, &b}) {
+        if (kind < 2 && !waiting.empty()) {
+            for (const auto& m : w->store.messages())
+                if (m.key() == waiting[which].key() && m.state == message_state::waiting)
+                    w->store.request_message_action(m.id, kind == 0 ? message_action::consume : message_action::expire, timestamp{});
+        } else if (auto i = w->store.find_instance("OrderSequence", context)) {
+            w->store.request_instance_action(i->id, kind == 2 ? instance_action::consume_all : instance_action::close, timestamp{});
+        }
+        w->inbox->run_pending_actions();
+    }
+}
+
+// The property: any records, any cut into batches, operator actions between them, the same
+// results and rows as one by one,
+// whatever the claim strategy and propagation.
+BOOST_AUTO_TEST_CASE_TEMPLATE(batches_decide_as_one_by_one_delivery_does, Policies, every_policy) {
     const std::vector<std::string> types{"OrderCreated", "OrderValidated", "OrderPrepared", "OrderExpedited", "OrderShipped"};
     for (unsigned seed = 1; seed <= 2000; ++seed) {
         std::mt19937 random(seed);
@@ -195,16 +245,17 @@ BOOST_AUTO_TEST_CASE(batches_decide_as_one_by_one_delivery_does) {
             if (pick(8) == 0) failing[{type, id}] = 1 + static_cast<int>(pick(2));
             if (pick(5) == 0) records.push_back(records[pick(records.size())]);
         }
-        batch_world single, batched;
+        basic_batch_world<Policies> single, batched;
         single.failing = failing;
         batched.failing = failing;
         std::vector<delivery_result> one_by_one, in_batches;
-        for (const auto& r : records) one_by_one.push_back(single.inbox->deliver(r));
         for (std::size_t at = 0; at < records.size();) {
             const std::size_t size = std::min(records.size() - at, 1 + pick(12));
+            for (std::size_t i = at; i < at + size; ++i) one_by_one.push_back(single.inbox->deliver(records[i]));
             auto part = batched.batch(std::vector<envelope>(records.begin() + at, records.begin() + at + size));
             in_batches.insert(in_batches.end(), part.begin(), part.end());
             at += size;
+            if (pick(4) == 0) act_alike(single, batched, pick);
         }
         BOOST_TEST_CONTEXT("seed " << seed) {
             BOOST_TEST_REQUIRE(in_batches.size() == one_by_one.size());
@@ -215,6 +266,7 @@ BOOST_AUTO_TEST_CASE(batches_decide_as_one_by_one_delivery_does) {
             }
             BOOST_TEST((rows_of(batched.store) == rows_of(single.store)));
             BOOST_TEST((instances_of(batched.store) == instances_of(single.store)));
+            BOOST_TEST((claims_of(batched.store) == claims_of(single.store)));
             BOOST_TEST(batched.sink.size() == single.sink.size());
             BOOST_TEST(batched.calls.size() == single.calls.size());
             for (const auto& context : {"o0", "o1", "o2"}) BOOST_TEST((batched.calls.order_of(context) == single.calls.order_of(context)));

@@ -410,6 +410,62 @@ BOOST_AUTO_TEST_CASE(deferred_stores_go_together_and_respect_rows_stored_meanwhi
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id LIKE 'new-%' AND state = 'WAITING'") == 2);
 }
 
+// The array literals of seqinbox_store_messages carry any text and bytes: ids with quotes,
+// backslashes, commas, braces and non-ASCII letters, absent and empty keys and values, binary
+// header values, a traceparent or none, a value of a megabyte; every record comes back whole.
+BOOST_AUTO_TEST_CASE(deferred_stores_of_many_rows_keep_every_id_and_record) {
+    const auto first = instance("o-1");
+    const std::vector<std::string> ids{"a\"b", "back\\slash", "comma,brace{}", "NULL", "\u00fcber \u65e5\u672c", " spaced ", "q'uote", "}{\",\\"};
+    std::vector<si::envelope> records;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        si::envelope r;
+        if (i % 3 == 1) r.key = std::string();
+        if (i % 3 == 2) r.key = std::string("k\0\"{,}", 6);
+        if (i % 2 == 0) r.value = i == 4 ? std::string(1 << 20, 'x') : std::string("v\0\\\"", 4);
+        if (i == 3) r.value = std::string();
+        if (i % 2 == 1) r.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"h\"{,}", std::string("\xff\x00\"", 3)}};
+        if (i == 6) r.headers = {{"", ""}};
+        r.topic = "to\"pic,{}";
+        r.cluster = i % 2 == 0 ? "" : "c\\l";
+        r.partition = static_cast<std::int32_t>(i);
+        r.offset = static_cast<std::int64_t>(i) * 1000;
+        records.push_back(r);
+    }
+    auto tx = store.begin();
+    std::vector<si::claim_request> requests;
+    for (const auto& id : ids) requests.push_back(request("OrderShipped", id, first));
+    for (const auto& result : tx.claim_batch(requests)) BOOST_TEST_REQUIRE(result.won);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        auto waiting_row = row(first, "OrderShipped", ids[i], si::message_state::waiting);
+        waiting_row.payload = records[i];
+        BOOST_TEST((tx.store_message(waiting_row) == si::stored_as::inserted));
+    }
+    tx.commit();
+    auto reader = store.begin();
+    const std::vector<std::string> types{"OrderShipped"};
+    const auto waiting = reader.waiting_messages(first, types);
+    reader.rollback();
+    BOOST_TEST_REQUIRE(waiting.size() == ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        BOOST_TEST_CONTEXT("row " << i) {
+            BOOST_TEST(waiting[i].idempotence_id == ids[i]);
+            BOOST_TEST_REQUIRE(waiting[i].payload.has_value());
+            const si::envelope& back = *waiting[i].payload;
+            BOOST_TEST((back.key == records[i].key));
+            BOOST_TEST((back.value == records[i].value));
+            BOOST_TEST(back.topic == records[i].topic);
+            BOOST_TEST(back.cluster == records[i].cluster);
+            BOOST_TEST(back.partition == records[i].partition);
+            BOOST_TEST(back.offset == records[i].offset);
+            BOOST_TEST_REQUIRE(back.headers.size() == records[i].headers.size());
+            for (std::size_t h = 0; h < back.headers.size(); ++h) {
+                BOOST_TEST(back.headers[h].name == records[i].headers[h].name);
+                BOOST_TEST((back.headers[h].value == records[i].headers[h].value));
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round_trip) {
     const auto known = instance("o-known");  // in the cache
     {

@@ -50,6 +50,9 @@ public:
     void add(message_record row);
     /// A row not stored yet (a batch's): it arrived after every stored row, `arrival`-th of those.
     void add_unstored(message_record row, std::size_t arrival);
+    /// A row not stored yet that will be stored in the row `stored` (a FAILED row of its key): it
+    /// arrived as that one did.
+    void add_in_place_of(message_record row, message_id stored);
 
     bool has_ready() const { return !ready_.empty(); }
 
@@ -70,6 +73,7 @@ private:
         bool queued;
     };
 
+    void add_entry(message_record row, arrival order);
     void evaluate(std::size_t index);
 
     using ready_item = std::pair<arrival, std::size_t>;
