@@ -175,35 +175,37 @@ void queue_write(detail::pipeline& batch, const actions_clearing& w) { detail::q
 
 bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
 
-/// The deferred writes in their order, but the message stores in one statement and the instance
-/// closings in another, after the rest: no other deferred write touches their rows (a key's
-/// store is deferred once; the others change states, claims and actions).
-void queue_writes(detail::pipeline& batch, const std::vector<deferred_write>& writes) {
-    std::vector<std::vector<detail::parameter>> stores, closings;
-    for (const auto& w : writes) {
-        if (const auto* s = std::get_if<message_storing>(&w))
-            stores.push_back(store_parameters(s->row));
-        else if (const auto* c = std::get_if<instance_closing>(&w))
-            closings.push_back({microseconds_text(c->at), std::to_string(c->id)});
-        else
-            std::visit(
-                [&](const auto& write) {
-                    using W = std::decay_t<decltype(write)>;
-                    if constexpr (!std::is_same_v<W, message_insertion> && !std::is_same_v<W, message_storing> &&
-                                  !std::is_same_v<W, instance_closing>)
-                        queue_write(batch, write);
-                },
-                w);
+/// Queues deferred writes in their order, but the message stores in one statement and the
+/// instance closings in another, after the rest (finish()): no other deferred write touches their
+/// rows (a key's store is deferred once; the others change states, claims and actions).
+struct write_queue {
+    detail::pipeline& batch;
+    std::vector<std::vector<detail::parameter>> stores{}, closings{};
+
+    void operator()(const message_storing& w) { stores.push_back(store_parameters(w.row)); }
+    void operator()(const instance_closing& w) { closings.push_back({microseconds_text(w.at), std::to_string(w.id)}); }
+    void operator()(const message_insertion&) {}  // not batchable: sent on its own
+    void operator()(const auto& w) { queue_write(batch, w); }
+
+    void finish() {
+        queue_rows(batch, detail::messages_store_sql(), stores);
+        queue_rows(batch, detail::instances_close_sql(), closings);
     }
-    queue_rows(batch, detail::messages_store_sql(), stores);
-    queue_rows(batch, detail::instances_close_sql(), closings);
+};
+
+void queue_writes(detail::pipeline& batch, const std::vector<deferred_write>& writes) {
+    write_queue queue{batch};
+    for (const auto& w : writes) std::visit(queue, w);
+    queue.finish();
 }
 
 /// Sends one deferred write on its own.
 void execute(detail::connection& c, const deferred_write& w) {
     if (const auto* insertion = std::get_if<message_insertion>(&w)) return execute(c, *insertion);
     auto batch = c.batch();
-    queue_writes(batch, {w});
+    write_queue queue{batch};
+    std::visit(queue, w);
+    queue.finish();
     batch.run();
 }
 
