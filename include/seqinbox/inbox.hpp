@@ -39,6 +39,7 @@
 #include "seqinbox/decoder/header_decoder.hpp"
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
+#include "seqinbox/detail/read_ahead.hpp"
 #include "seqinbox/detail/release_plan.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
@@ -398,8 +399,15 @@ private:
         detail::processed_set processed;
         std::vector<std::string> waiting;
         std::vector<unstored_row> unstored;  ///< a batch's only
+        detail::read_ahead_rows read_ahead;  ///< a batch's only
 
         bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
+
+        /// The WAITING rows of `types`: read ahead by the batch when it read them all, else asked.
+        std::vector<message_record> waiting_rows(transaction& t1, std::span<const std::string> types) const {
+            if (read_ahead.covers(types)) return read_ahead.of(types);
+            return t1.waiting_messages(row.id, types);
+        }
 
         /// The unstored rows still waiting whose type `wanted(type)` accepts, into `plan`.
         template <class Wanted>
@@ -411,9 +419,10 @@ private:
                 }
         }
 
-        /// The replay of `row` stored its final state: not stored again at the batch's end.
+        /// The replay of `row` stored its final state: not stored again at the batch's end, not
+        /// read ahead any longer.
         void settle(const message_record& row) {
-            if (row.id != 0) return;
+            if (row.id != 0) return read_ahead.settle(row.key());
             for (auto& u : unstored)
                 if (u.row.key() == row.key()) u.settled = true;
         }
@@ -422,7 +431,7 @@ private:
     static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
 
     static locked_instance held(instance_lock lock) {
-        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}};
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}, {}};
     }
 
     /// Steps 3 to 7 of docs/processing.md.
@@ -449,7 +458,7 @@ private:
             if (failed_meanwhile(t1, d.key(), existing)) forget(s, t1, d.key());  // keep the FAILED message retryable
             return skipped(d, result, "already handled");
         }
-        if (!recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed())) {
+        if (waits(d, locked, now)) {
             buffer(s, locked, d, existing, now);
             result.outcome = outcome::buffered;
             decided(about(d, decision_kind::buffered));
@@ -469,7 +478,7 @@ private:
         store_state(s, d, row_for(instance, d, message_state::processed, now, false));
         result.outcome = outcome::processed;
         decided(about(d, decision_kind::processed));
-        after_processed(s, instance, d, locked, d.type->qualified, result);
+        after_processed(s, d, locked, d.type->qualified, result);
         return result;
     }
 
@@ -553,6 +562,8 @@ private:
         for (bool first = true; !pending.empty(); first = false) {
             const auto round = to_claim(pending, tried, s.batch->forgotten);
             if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
+            hold_won(round, locked);
+            read_ahead(s.t1, round, locked, now);
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
             for (batch_item* item : pending) {
@@ -567,7 +578,7 @@ private:
                 }
                 claim_result& claim = *item->claim;
                 locked_instance unlocked;  // a lost claim reads nothing of it
-                auto& instance = claim.won ? locked.try_emplace(item->instance, held(std::move(claim.locked))).first->second : unlocked;
+                auto& instance = claim.won ? locked.at(item->instance) : unlocked;
                 results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
                 tried.insert(item->d.key());
             }
@@ -575,6 +586,57 @@ private:
         }
         store_unstored(s, locked);
         return true;
+    }
+
+    /// The instances of the round's won claims, as their claims locked them; one the batch holds
+    /// already keeps what its decisions made of it.
+    static void hold_won(const std::vector<batch_item*>& round, std::map<instance_id, locked_instance>& locked) {
+        for (batch_item* item : round)
+            if (item->claim->won) locked.try_emplace(item->instance, held(std::move(item->claim->locked)));
+    }
+
+    /// The WAITING rows the batch's release passes may reach in the instances it holds, read at
+    /// once (detail/read_ahead.hpp): of the types that depend, directly or not, on a won delivery
+    /// that does not wait. What a release pass needs beyond them it asks the store for.
+    void read_ahead(transaction& t1, const std::vector<batch_item*>& round, std::map<instance_id, locked_instance>& locked, timestamp now) {
+        std::map<instance_id, std::set<std::string>> wanted;
+        for (const batch_item* item : round) {
+            if (!item->claim->won) continue;
+            const locked_instance& instance = locked.at(item->instance);
+            if (waits(item->d, instance, now)) continue;
+            for (const std::string& type : dependents_of(item->d.type->qualified))
+                if (instance.may_wait(type) && !instance.read_ahead.has_type(type)) wanted[item->instance].insert(type);
+        }
+        if (wanted.empty()) return;
+        std::vector<waiting_query> queries;
+        for (auto& [id, types] : wanted) queries.push_back({id, {types.begin(), types.end()}});
+        auto rows = waiting_rows_of(t1, queries);
+        for (std::size_t k = 0; k < queries.size(); ++k)
+            locked.at(queries[k].instance).read_ahead.add(std::move(queries[k].types), std::move(rows[k]));
+    }
+
+    /// The types whose conditions name `type`, and theirs, and so on.
+    std::set<std::string> dependents_of(const std::string& type) const {
+        std::set<std::string> found;
+        std::vector<const std::string*> next{&type};
+        while (!next.empty()) {
+            const std::string* t = next.back();
+            next.pop_back();
+            for (const auto& dependent : catalog_.find(*t)->dependents)
+                if (found.insert(dependent).second) next.push_back(&dependent);
+        }
+        return found;
+    }
+
+    /// waiting_messages for many instances: in one call when the transaction can.
+    static std::vector<std::vector<message_record>> waiting_rows_of(transaction& t1, std::span<const waiting_query> queries) {
+        if constexpr (requires { t1.waiting_messages(queries); }) {
+            return t1.waiting_messages(queries);
+        } else {
+            std::vector<std::vector<message_record>> rows;
+            for (const auto& q : queries) rows.push_back(t1.waiting_messages(q.instance, q.types));
+            return rows;
+        }
     }
 
     /// Every item's instance, unclaimed: in one call when the store can create many at once.
@@ -727,6 +789,11 @@ private:
 
     static constexpr int max_claim_attempts = 3;
 
+    /// Step 5: the delivery's conditions do not hold yet (and its sequence is not recording).
+    static bool waits(const delivery& d, const locked_instance& locked, timestamp now) {
+        return !recording(*d.type->sequence, now) && !d.type->declaration->release.satisfied(locked.processed.is_processed());
+    }
+
     static bool recording(const sequence_declaration<message_type>& seq, timestamp now) {
         return seq.recording_until && now < *seq.recording_until;
     }
@@ -774,16 +841,15 @@ private:
         transaction& t1 = s.t1;
         const bool unstored = std::ranges::any_of(locked.unstored, [](const unstored_row& u) { return !u.settled; });
         if (locked.waiting.empty() && !unstored) return;
-        const instance_id instance = locked.row.id;
         detail::release_plan plan(condition_lookup(), locked.processed);
         detail::twin_rows twins;
         for (const auto& type : locked.waiting) plan.mark_fetched(type);
         for (const auto& u : locked.unstored) plan.mark_fetched(catalog_.find(u.row.type)->qualified);
         if (!locked.waiting.empty())
-            for (auto& row : t1.waiting_messages(instance, locked.waiting))
+            for (auto& row : locked.waiting_rows(t1, locked.waiting))
                 if (twins.admit(row)) plan.add(std::move(row));
         locked.add_unstored(plan, [](const std::string&) { return true; });
-        run_release(s, instance, context_id, locked, plan, twins, result);
+        run_release(s, context_id, locked, plan, twins, result);
     }
 
     // ---- operator actions ----
@@ -923,11 +989,10 @@ private:
     }
 
     /// Step 7: release what `type` (now PROCESSED) unblocks, then close the instance if complete.
-    void after_processed(scope& s, instance_id instance, const delivery& d, locked_instance& locked,
-                         const std::string& type, delivery_result& result) {
+    void after_processed(scope& s, const delivery& d, locked_instance& locked, const std::string& type, delivery_result& result) {
         transaction& t1 = s.t1;
         locked.processed.insert(type);
-        if (!catalog_.find(type)->dependents.empty()) release(s, instance, d, locked, type, result);
+        if (!catalog_.find(type)->dependents.empty()) release(s, d, locked, type, result);
         if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types)) {
             // Every condition holds now: a message still WAITING (its release pass died with its
             // connection after its predecessor's state step committed) must not stay behind.
@@ -936,21 +1001,20 @@ private:
         }
     }
 
-    void release(scope& s, instance_id instance, const delivery& d, locked_instance& locked, const std::string& type,
-                 delivery_result& result) {
+    void release(scope& s, const delivery& d, locked_instance& locked, const std::string& type, delivery_result& result) {
         transaction& t1 = s.t1;
         detail::release_plan plan(condition_lookup(), locked.processed);
         detail::twin_rows twins;
         plan.mark_processed(type);
-        fetch_dependents(t1, instance, locked, plan, twins, type);
-        run_release(s, instance, d.context_id, locked, plan, twins, result);
+        fetch_dependents(t1, locked, plan, twins, type);
+        run_release(s, d.context_id, locked, plan, twins, result);
     }
 
     std::function<const condition&(const std::string&)> condition_lookup() const {
         return [this](const std::string& t) -> const condition& { return catalog_.find(t)->declaration->release; };
     }
 
-    void run_release(scope& s, instance_id instance, const std::string& context_id, locked_instance& locked,
+    void run_release(scope& s, const std::string& context_id, locked_instance& locked,
                      detail::release_plan& plan, detail::twin_rows& twins, delivery_result& result) {
         transaction& t1 = s.t1;
         while (plan.has_ready()) {
@@ -962,13 +1026,13 @@ private:
                 continue;
             }
             ++result.released;
-            if (plan.mark_processed(row.type)) fetch_dependents(t1, instance, locked, plan, twins, row.type);
+            if (plan.mark_processed(row.type)) fetch_dependents(t1, locked, plan, twins, row.type);
         }
     }
 
     /// The waiting messages of `type`'s dependents not fetched yet: stored rows read only for the
     /// types that may have some, and the batch's unstored rows.
-    void fetch_dependents(transaction& t1, instance_id instance, const locked_instance& locked, detail::release_plan& plan,
+    void fetch_dependents(transaction& t1, const locked_instance& locked, detail::release_plan& plan,
                           detail::twin_rows& twins, const std::string& type) {
         std::vector<const std::string*> fresh;
         for (const auto& dependent : catalog_.find(type)->dependents)
@@ -979,7 +1043,7 @@ private:
             if (locked.may_wait(*dependent)) stored.push_back(*dependent);
         }
         if (!stored.empty())
-            for (auto& row : t1.waiting_messages(instance, stored))
+            for (auto& row : locked.waiting_rows(t1, stored))
                 if (twins.admit(row)) plan.add(std::move(row));
         locked.add_unstored(plan, [&](const std::string& t) { return std::ranges::any_of(fresh, [&](const std::string* f) { return *f == t; }); });
     }

@@ -197,18 +197,35 @@ const named_sql& message_state_update_sql() {
     return s;
 }
 
+namespace {
+
+/// The columns of a waiting message `m` with its record (headers packed as hex pairs).
+std::string waiting_message_columns() {
+    return "m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " + sql_microseconds("m.state_changed_at") +
+           ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
+           sql_microseconds("m.record_time") +
+           ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
+           " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
+           " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')";
+}
+
+}  // namespace
+
 const named_sql& waiting_messages_sql() {
+    static const named_sql s = named("waiting_messages", "SELECT " + waiting_message_columns() +
+                                                             " FROM sequenced_message m WHERE m.sequence_instance_id = $1 AND m.state = 'WAITING'"
+                                                             " AND m.message_type = ANY (CAST($2 AS text[])) ORDER BY m.id");
+    return s;
+}
+
+// One index probe per (instance, type) pair; the instance id is the last column.
+const named_sql& waiting_messages_batch_sql() {
     static const named_sql s = named(
-        "waiting_messages",
-        "SELECT m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " +
-            sql_microseconds("m.state_changed_at") +
-            ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
-            sql_microseconds("m.record_time") +
-            ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
-            " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
-            " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')"
-            " FROM sequenced_message m WHERE m.sequence_instance_id = $1 AND m.state = 'WAITING'"
-            " AND m.message_type = ANY (CAST($2 AS text[])) ORDER BY m.id");
+        "waiting_messages_batch",
+        "SELECT " + waiting_message_columns() +
+            ", m.sequence_instance_id FROM unnest(CAST($1 AS bigint[]), CAST($2 AS text[])) AS w(instance, message_type)"
+            " CROSS JOIN LATERAL (SELECT * FROM sequenced_message f WHERE f.sequence_instance_id = w.instance"
+            " AND f.state = 'WAITING' AND f.message_type = w.message_type OFFSET 0) AS m ORDER BY m.id");
     return s;
 }
 

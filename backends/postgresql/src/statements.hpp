@@ -65,6 +65,9 @@ const named_sql& message_state_update_sql();    ///< state, at, id
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
 /// offset, key and value as hex, record time, headers (encode_headers).
 const named_sql& waiting_messages_sql();
+/// waiting_messages_sql for many (instance, type) pairs (instances, types: array_literal): its
+/// columns, then the instance id; by id.
+const named_sql& waiting_messages_batch_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

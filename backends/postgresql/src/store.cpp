@@ -696,6 +696,28 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
     return found;
 }
 
+std::vector<std::vector<message_record>> store::transaction::waiting_messages(std::span<const waiting_query> queries) {
+    std::vector<std::string> instances, types;
+    for (const auto& q : queries)
+        for (const auto& type : q.types) {
+            instances.push_back(std::to_string(q.instance));
+            types.push_back(type);
+        }
+    std::size_t rows = 0;
+    const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
+        rows = batch.statement(detail::waiting_messages_batch_sql(), {detail::array_literal(instances), detail::array_literal(types)});
+    });
+    std::vector<std::vector<message_record>> found(queries.size());
+    const int instance_column = 13;
+    for (int i = 0; i < answers[rows].rows(); ++i) {
+        const message_record row = waiting_row(answers[rows], i, answers[rows].number(i, instance_column));
+        for (std::size_t k = 0; k < queries.size(); ++k)
+            if (queries[k].instance == row.instance && std::ranges::find(queries[k].types, row.type) != queries[k].types.end())
+                found[k].push_back(row);
+    }
+    return found;
+}
+
 void store::transaction::insert_message(message_record row) {
     require_storable(row);
     checked(impl_).defer(message_insertion{std::move(row)});

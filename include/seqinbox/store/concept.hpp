@@ -43,6 +43,9 @@ concept inbox_state_transaction =
         { tx.lock_instance(instance) } -> std::same_as<instance_lock>;
         /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
         { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
+        // Optional: `tx.waiting_messages(std::span<const waiting_query>)` ->
+        // std::vector<std::vector<message_record>>, the same for many instances in one call
+        // (answers in query order); deliver_batch uses it when present.
         { tx.update_message_state(id, state, now) } -> std::same_as<void>;
         /// Stores the state of a delivered message, serialised per key: it holds an exclusive
         /// lock on `row.key()` until commit or rollback, waits while another transaction holds

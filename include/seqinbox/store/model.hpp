@@ -98,6 +98,13 @@ struct instance_creation {
     timestamp retain_until{};
 };
 
+/// The WAITING messages of `types` in one instance (a transaction's waiting_messages for many
+/// instances at once).
+struct waiting_query {
+    instance_id instance = 0;
+    std::vector<std::string> types;
+};
+
 /// What store_message did with the row it was given.
 enum class stored_as {
     inserted,       ///< no row had the key: the row was inserted

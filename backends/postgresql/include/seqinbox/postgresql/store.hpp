@@ -198,6 +198,8 @@ public:
     types_by_state message_types(instance_id instance);
     /// One round trip, with the deferred writes.
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    /// The same for many instances, in the same round trip (answers in query order).
+    std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
