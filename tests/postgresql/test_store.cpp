@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pg_test_support.hpp"
 #include "seqinbox/error.hpp"
@@ -187,6 +188,36 @@ BOOST_AUTO_TEST_CASE(a_lone_write_commits_in_one_round_trip) {
     tx.commit();
     BOOST_TEST(round_trips(store) - before == 1u);
     BOOST_TEST(rows("idempotence_id = 'm-1'") == 1);
+}
+
+// A transaction's state changes go as one statement with its commit, whatever their number; a
+// row changed twice keeps its last state, as when the changes went one by one.
+BOOST_AUTO_TEST_CASE(state_changes_go_together_and_the_last_of_a_row_wins) {
+    pg::store store(options());
+    const auto inst = instance(store);
+    {
+        auto tx = store.begin();
+        for (int k = 0; k < 20; ++k) tx.insert_message(row(inst.id, "m-" + std::to_string(k)));
+        tx.commit();
+    }
+    std::vector<si::message_id> ids;
+    {
+        auto tx = store.begin();
+        for (int k = 0; k < 20; ++k) ids.push_back(tx.find_messages({"OrderCreated", "m-" + std::to_string(k)}).at(0).id);
+        tx.commit();
+    }
+    const auto before = round_trips(store);
+    auto tx = store.begin();
+    const auto now = std::chrono::system_clock::now();
+    for (auto id : ids) tx.update_message_state(id, si::message_state::processed, now);
+    tx.update_message_state(ids[3], si::message_state::failed, now);
+    tx.update_message_state(ids[7], si::message_state::failed, now);
+    tx.update_message_state(ids[7], si::message_state::waiting, now);
+    tx.commit();
+    BOOST_TEST(round_trips(store) - before == 1u);
+    BOOST_TEST(rows("state = 'PROCESSED'") == 18);
+    BOOST_TEST(rows("state = 'FAILED' AND idempotence_id = 'm-3'") == 1);
+    BOOST_TEST(rows("state = 'WAITING' AND idempotence_id = 'm-7'") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_deferred_write_fails_the_commit) {

@@ -57,7 +57,7 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
         else if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
         else if (auto v = r.value("--dead-letter-topic")) call.dead_letter_topic = std::string(*v);
         else if (auto v = r.value("--declarations")) call.declarations = std::string(*v);
-        else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping))
+        else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping, housekeep_batch_flag))
             r.unknown();
     }
     require_option("housekeep", call.once, "--once");

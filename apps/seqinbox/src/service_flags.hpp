@@ -11,21 +11,31 @@
 
 namespace seqinbox::cli {
 
+/// The option of the housekeeping batch: `run` has a `--batch-size` of its own (records).
+constexpr std::string_view housekeep_batch_flag = "--batch-size";
+constexpr std::string_view run_housekeeping_batch_flag = "--housekeeping-batch-size";
+
 constexpr std::string_view housekeeping_flags_help =
     "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
     "  --batch-size N            instances per housekeeping transaction (default 100)\n"
+    "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
+
+constexpr std::string_view run_housekeeping_flags_help =
+    "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
+    "  --housekeeping-batch-size N  instances per housekeeping transaction (default 100)\n"
     "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
 
 constexpr std::string_view producer_flags_help =
     "  --bootstrap-servers HOSTS Kafka brokers of the default cluster (host:port,...)\n"
     "  --producer-property K=V   librdkafka producer property (repeatable)\n";
 
-inline bool read_housekeeping_flag(option_reader& r, housekeeping_options& o) {
+/// `batch_flag`: housekeep_batch_flag or run_housekeeping_batch_flag.
+inline bool read_housekeeping_flag(option_reader& r, housekeeping_options& o, std::string_view batch_flag) {
     using std::chrono::duration_cast;
     using std::chrono::seconds;
     if (auto v = r.value("--removal-delay")) o.removal_delay = duration_cast<seconds>(r.duration("--removal-delay", *v));
     else if (auto v = r.value("--max-duration")) o.max_duration = duration_cast<seconds>(r.duration("--max-duration", *v));
-    else if (auto v = r.value("--batch-size")) o.batch_size = r.number("--batch-size", *v, 1, 100000);
+    else if (auto v = r.value(batch_flag)) o.batch_size = r.number(batch_flag, *v, 1, 100000);
     else return false;
     return true;
 }

@@ -191,9 +191,11 @@ const named_sql& instances_close_sql() {
     return s;
 }
 
-const named_sql& message_state_update_sql() {
-    static const named_sql s = named("message_state_update", "UPDATE sequenced_message SET state = $1, state_changed_at = " +
-                                                                 sql_timestamp("$2") + " WHERE id = $3");
+const named_sql& message_states_update_sql() {
+    static const named_sql s = named("message_states_update", "UPDATE sequenced_message m SET state = u.state, state_changed_at = " +
+                                                                  sql_timestamp("u.at") +
+                                                                  " FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[]), CAST($3 AS bigint[]))"
+                                                                  " AS u(state, at, id) WHERE m.id = u.id AND m.id = ANY (CAST($3 AS bigint[]))");
     return s;
 }
 

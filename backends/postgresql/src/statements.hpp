@@ -60,7 +60,7 @@ const named_sql& message_types_sql();
 /// time, headers (encode_headers).
 const named_sql& messages_store_sql();
 const named_sql& instances_close_sql();         ///< at, id: each an array_literal
-const named_sql& message_state_update_sql();    ///< state, at, id
+const named_sql& message_states_update_sql();   ///< states, times, ids (distinct): each an array_literal
 /// WAITING rows of an instance (id) with the given types (array_literal), oldest first, with their
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
 /// offset, key and value as hex, record time, headers (encode_headers).

@@ -167,27 +167,32 @@ void queue_rows(detail::pipeline& batch, const detail::named_sql& sql, const std
     if (!rows.empty()) batch.statement(sql, as_arrays(rows));
 }
 
-void queue_write(detail::pipeline& batch, const state_change& w) {
-    batch.statement(detail::message_state_update_sql(), {std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
-}
-
 void queue_write(detail::pipeline& batch, const actions_clearing& w) { detail::queue_actions_clearing(batch, w.instance, w.read); }
 
 bool batchable(const deferred_write& w) { return !std::holds_alternative<message_insertion>(w); }
 
-/// Queues deferred writes in their order, but the message stores in one statement and the
-/// instance closings in another, after the rest (finish()): no other deferred write touches their
-/// rows (a key's store is deferred once; the others change states, claims and actions).
+/// Queues deferred writes in their order, but the state changes in one statement (the last of
+/// each row's, in id order), the message stores in another and the instance closings in a third,
+/// after the rest (finish()): no other deferred write touches their rows or columns (a key's
+/// store is deferred once and its row has no id to change yet; the others delete claims and clear
+/// actions).
 struct write_queue {
     detail::pipeline& batch;
     std::vector<std::vector<detail::parameter>> stores{}, closings{};
+    std::map<message_id, std::vector<detail::parameter>> states{};
 
+    void operator()(const state_change& w) {
+        states.insert_or_assign(w.id, std::vector<detail::parameter>{std::string(to_string(w.state)), microseconds_text(w.at), std::to_string(w.id)});
+    }
     void operator()(const message_storing& w) { stores.push_back(store_parameters(w.row)); }
     void operator()(const instance_closing& w) { closings.push_back({microseconds_text(w.at), std::to_string(w.id)}); }
     void operator()(const message_insertion&) {}  // not batchable: sent on its own
     void operator()(const auto& w) { queue_write(batch, w); }
 
     void finish() {
+        std::vector<std::vector<detail::parameter>> changes;
+        for (auto& [id, change] : states) changes.push_back(std::move(change));
+        queue_rows(batch, detail::message_states_update_sql(), changes);
         queue_rows(batch, detail::messages_store_sql(), stores);
         queue_rows(batch, detail::instances_close_sql(), closings);
     }

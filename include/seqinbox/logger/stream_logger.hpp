@@ -2,6 +2,7 @@
 #include <chrono>
 #include <mutex>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 #include "seqinbox/logger/concept.hpp"
@@ -19,10 +20,14 @@ public:
 
     bool enabled(log_level level) const { return level >= threshold_; }
 
+    /// The line goes to the stream in one write: on an unbuffered stream (std::cerr) that is one
+    /// write(2), which other writers of the same file cannot cut.
     void log(log_level level, std::string_view message) {
+        std::string line = utc_time(std::chrono::system_clock::now());
+        line.append(" ").append(to_string(level)).append(" ").append(message).append("\n");
         static std::mutex mutex;  // one per process: streams are shared, lines must not interleave
         std::lock_guard lock(mutex);
-        *out_ << utc_time(std::chrono::system_clock::now()) << ' ' << to_string(level) << ' ' << message << '\n';
+        out_->write(line.data(), static_cast<std::streamsize>(line.size()));
     }
 
 private:
