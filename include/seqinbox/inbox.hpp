@@ -563,7 +563,7 @@ private:
             const auto round = to_claim(pending, tried, s.batch->forgotten);
             if (first ? !claim_round(s, round, now, attempt) : !claim_later_round(s, round, now)) return false;
             hold_won(round, locked);
-            read_ahead(s.t1, round, locked, now);
+            read_ahead(s.t1, round, pending, locked, now);
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
             for (batch_item* item : pending) {
@@ -592,19 +592,23 @@ private:
     /// already keeps what its decisions made of it.
     static void hold_won(const std::vector<batch_item*>& round, std::map<instance_id, locked_instance>& locked) {
         for (batch_item* item : round)
-            if (item->claim->won) locked.try_emplace(item->instance, held(std::move(item->claim->locked)));
+            if (item->claim->won && !locked.contains(item->instance)) locked.emplace(item->instance, held(std::move(item->claim->locked)));
     }
 
     /// The WAITING rows the batch's release passes may reach in the instances it holds, read at
-    /// once (detail/read_ahead.hpp): of the types that depend, directly or not, on a won delivery
-    /// that does not wait. What a release pass needs beyond them it asks the store for.
-    void read_ahead(transaction& t1, const std::vector<batch_item*>& round, std::map<instance_id, locked_instance>& locked, timestamp now) {
-        std::map<instance_id, std::set<std::string>> wanted;
+    /// once (detail/read_ahead.hpp): of the types that depend on a won delivery that does not
+    /// wait, and on those of them that may be processed too (rows waiting, or delivered in the
+    /// batch). What a release pass needs beyond them it asks the store for.
+    void read_ahead(transaction& t1, const std::vector<batch_item*>& round, const std::vector<batch_item*>& pending,
+                    std::map<instance_id, locked_instance>& locked, timestamp now) {
+        std::map<instance_id, std::set<std::string>> delivered, wanted;
+        for (const batch_item* item : pending) delivered[item->instance].insert(item->d.type->qualified);
         for (const batch_item* item : round) {
             if (!item->claim->won) continue;
             const locked_instance& instance = locked.at(item->instance);
             if (waits(item->d, instance, now)) continue;
-            for (const std::string& type : dependents_of(item->d.type->qualified))
+            const auto may_be_processed = [&](const std::string& t) { return instance.may_wait(t) || delivered[item->instance].contains(t); };
+            for (const std::string& type : dependents_of(item->d.type->qualified, may_be_processed))
                 if (instance.may_wait(type) && !instance.read_ahead.has_type(type)) wanted[item->instance].insert(type);
         }
         if (wanted.empty()) return;
@@ -615,15 +619,17 @@ private:
             locked.at(queries[k].instance).read_ahead.add(std::move(queries[k].types), std::move(rows[k]));
     }
 
-    /// The types whose conditions name `type`, and theirs, and so on.
-    std::set<std::string> dependents_of(const std::string& type) const {
+    /// The types whose conditions name `type`, and theirs when `may_be_processed` says so, and
+    /// so on.
+    template <class Predicate>
+    std::set<std::string> dependents_of(const std::string& type, Predicate may_be_processed) const {
         std::set<std::string> found;
         std::vector<const std::string*> next{&type};
         while (!next.empty()) {
             const std::string* t = next.back();
             next.pop_back();
             for (const auto& dependent : catalog_.find(*t)->dependents)
-                if (found.insert(dependent).second) next.push_back(&dependent);
+                if (found.insert(dependent).second && may_be_processed(dependent)) next.push_back(&dependent);
         }
         return found;
     }

@@ -563,6 +563,30 @@ BOOST_AUTO_TEST_CASE(releases_of_messages_waiting_from_earlier_batches_cost_one_
     BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == 80);
 }
 
+// What waits behind a type nothing in the batch can process is not read: fifty OrderShipped
+// wait for OrderValidated, and a batch bringing only OrderCreated releases nothing, so it reads
+// none of their records (the read ahead follows dependents only through types that may be
+// processed: waiting, or delivered in the batch).
+BOOST_AUTO_TEST_CASE(a_batch_reads_no_waiting_rows_its_releases_cannot_reach) {
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(store, source, sink, si::testing::order_declarations());
+    std::size_t calls = 0;
+    for (const auto& msg : inbox.declared().sequences.at(0).messages)
+        inbox.on(msg.qualified_type(), [&](const si::testing::message&, const auto&) { ++calls; });
+    for (const std::string order : {"warm-up", "o-1"}) {  // the first round prepares the connection's statements
+        std::vector<si::envelope> shipped;
+        for (int k = 0; k < 50; ++k) shipped.push_back(si::testing::record("OrderShipped", order + "-shipped-" + std::to_string(k), order));
+        inbox.deliver_batch(shipped);
+        const auto before = store.statistics().round_trips;
+        const auto results = inbox.deliver_batch(std::vector{si::testing::record("OrderCreated", order + "-created", order)});
+        if (order == "o-1") BOOST_TEST(store.statistics().round_trips - before == 2u);  // the claims, the writes with COMMIT
+        BOOST_TEST((results.at(0).outcome == si::outcome::processed));
+        BOOST_TEST(results.at(0).released == 0u);
+    }
+    BOOST_TEST(calls == 2u);
+}
+
 // Each statement of a batch reaches the tables through an index probe per key, whatever the
 // tables' size: on tables of some ten thousand rows the planner preferred a hashed join over
 // the whole table for a hundred keys (its cost growing with the tables; the relay on batches

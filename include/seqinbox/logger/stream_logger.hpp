@@ -23,10 +23,10 @@ public:
     /// The line goes to the stream in one write: on an unbuffered stream (std::cerr) that is one
     /// write(2), which other writers of the same file cannot cut.
     void log(log_level level, std::string_view message) {
-        std::string line = utc_time(std::chrono::system_clock::now());
-        line.append(" ").append(to_string(level)).append(" ").append(message).append("\n");
         static std::mutex mutex;  // one per process: streams are shared, lines must not interleave
         std::lock_guard lock(mutex);
+        std::string line = utc_time(std::chrono::system_clock::now());  // under the lock: lines in time order
+        line.append(" ").append(to_string(level)).append(" ").append(message).append("\n");
         out_->write(line.data(), static_cast<std::streamsize>(line.size()));
     }
 
