@@ -10,7 +10,9 @@
 // decides them too) from the relay's partition assignment (its log line) to the last output
 // record seen: the mock cluster holds every group's first join for 3 s, which a relay in service
 // pays once, so the join is printed apart (relay_join_s), and the rate from the process start as
-// relay_records_per_s_from_start.
+// relay_records_per_s_from_start. A run in which the mock took a thread into a later round of
+// the group's join (a rebalance, seconds with nothing decided) is run again and counted in
+// relay_rounds_rebalanced.
 // The batch run: deliveries_per_s_batch_4 of bench_postgres (tests/bench/inbox_workers.hpp), 4
 // threads delivering batches of 100 records to a database of their own on the same server;
 // relay_vs_batch_4 is the ratio of the two. Last, one relay run with each record on a random
@@ -210,6 +212,12 @@ wall_clock::time_point assignment_time(const std::string& log) {
     return log_time(std::string_view(log).substr(line_start == std::string::npos ? 0 : line_start + 1));
 }
 
+std::size_t occurrences(std::string_view text, std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string_view::npos; at = text.find(what, at + what.size())) ++n;
+    return n;
+}
+
 long long count(const std::string& conninfo, const std::string& sql) {
     soci::session db(soci::postgresql, conninfo);
     long long n = 0;
@@ -237,6 +245,7 @@ struct relay_figures {
     double join_s = 0;         ///< from the process start to the partition assignment
     double seconds = 0;        ///< from the assignment to the last output record
     double per_s_from_start = 0;
+    bool rebalanced = false;   ///< the group rebalanced during the run (more than one assignment generation)
     double per_s() const { return static_cast<double>(input_records) / seconds; }
 };
 
@@ -285,6 +294,7 @@ relay_figures run_relay(pg_server& server, std::size_t records, const std::vecto
     f.join_s = std::chrono::duration<double>(assigned - started).count();
     f.seconds = std::chrono::duration<double>(*last_output - assigned).count();
     f.per_s_from_start = static_cast<double>(f.input_records) / std::chrono::duration<double>(*last_output - started).count();
+    f.rebalanced = occurrences(relay.log(), "': assigned ") > relay_threads;  // a generation after the first
     return f;
 }
 
@@ -303,6 +313,18 @@ double run_batches(pg_server& server, const run_length& length) {
     return r.deliveries_per_s();
 }
 
+/// A relay run whose consumer threads all joined the group's first generation. The mock cluster
+/// sometimes takes a member into a later round only (NOTES-librdkafka-mock.md: +3 to 6 s per
+/// round, with no record decided meanwhile), which measures its hard-coded delays rather than the
+/// relay: such a run is counted in `rebalanced` and run again, up to three times per round.
+relay_figures run_keyed_relay(pg_server& server, const options& o, std::size_t& rebalanced) {
+    for (int attempt = 1;; ++attempt) {
+        auto f = run_relay(server, o.records, o.relay_options, si::testing::placement::partition_of_context);
+        if (!f.rebalanced || attempt == 3) return f;
+        ++rebalanced;
+    }
+}
+
 /// Medians over the rounds; relay_vs_batch_4 is the median of the per-round ratios, so that both
 /// sides of a ratio ran under the same load (the machine is shared and noisy).
 void run(const options& o) {
@@ -313,14 +335,16 @@ void run(const options& o) {
     }
     std::vector<relay_figures> relays;
     std::vector<double> relay_rates, from_start, batch_rates, ratios;
+    std::size_t rebalanced = 0;
     for (std::size_t round = 0; round < o.rounds; ++round) {
-        relays.push_back(run_relay(server, o.records, o.relay_options, si::testing::placement::partition_of_context));
+        relays.push_back(run_keyed_relay(server, o, rebalanced));
         relay_rates.push_back(relays.back().per_s());
         from_start.push_back(relays.back().per_s_from_start);
         batch_rates.push_back(run_batches(server, o.batch_run));
         ratios.push_back(relay_rates.back() / batch_rates.back());
     }
     print("rounds", o.rounds);
+    print("relay_rounds_rebalanced", rebalanced);
     print("relay_threads", relay_threads);
     print("relay_input_records", relays.front().input_records);
     print("relay_output_records", relays.front().output_records);
