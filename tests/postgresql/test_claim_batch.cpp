@@ -112,6 +112,21 @@ si::claim_request request(const std::string& type, const std::string& id, si::in
 
 }  // namespace
 
+/// The engine on a store, with a listener on every declared type that counts its calls.
+struct counted_inbox {
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox;
+    std::size_t calls = 0;
+
+    explicit counted_inbox(pg::store& store) : inbox(store, source, sink, si::testing::order_declarations()) {
+        for (const auto& msg : inbox.declared().sequences.at(0).messages)
+            inbox.on(msg.qualified_type(), [this](const si::testing::message&, const auto&) { ++calls; });
+    }
+    counted_inbox(const counted_inbox&) = delete;
+    counted_inbox& operator=(const counted_inbox&) = delete;
+};
+
 BOOST_FIXTURE_TEST_SUITE(postgresql_claim_batch, batch_fixture)
 
 BOOST_AUTO_TEST_CASE(results_come_in_request_order_and_a_committed_claim_loses) {
@@ -497,12 +512,9 @@ BOOST_AUTO_TEST_CASE(instances_of_many_contexts_are_created_or_read_in_one_round
 // with COMMIT. A duplicate of a key the batch claimed is not claimed again, and a message
 // buffered and released within the batch is stored once, PROCESSED, without a read.
 BOOST_AUTO_TEST_CASE(an_inbox_batch_of_reversed_contexts_with_duplicates_costs_three_round_trips) {
-    si::memory::source source;
-    si::memory::error_sink sink;
-    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(store, source, sink, si::testing::order_declarations());
-    std::size_t calls = 0;
-    for (const auto& msg : inbox.declared().sequences.at(0).messages)
-        inbox.on(msg.qualified_type(), [&](const si::testing::message&, const auto&) { ++calls; });
+    counted_inbox counted(store);
+    auto& inbox = counted.inbox;
+    auto& calls = counted.calls;
     const auto reversed_twice = [](int first_context) {
         std::vector<si::envelope> records;
         for (int c = first_context; c < first_context + 10; ++c)
@@ -568,12 +580,9 @@ BOOST_AUTO_TEST_CASE(releases_of_messages_waiting_from_earlier_batches_cost_one_
 // none of their records (the read ahead follows dependents only through types that may be
 // processed: waiting, or delivered in the batch).
 BOOST_AUTO_TEST_CASE(a_batch_reads_no_waiting_rows_its_releases_cannot_reach) {
-    si::memory::source source;
-    si::memory::error_sink sink;
-    si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox(store, source, sink, si::testing::order_declarations());
-    std::size_t calls = 0;
-    for (const auto& msg : inbox.declared().sequences.at(0).messages)
-        inbox.on(msg.qualified_type(), [&](const si::testing::message&, const auto&) { ++calls; });
+    counted_inbox counted(store);
+    auto& inbox = counted.inbox;
+    auto& calls = counted.calls;
     for (const std::string order : {"warm-up", "o-1"}) {  // the first round prepares the connection's statements
         std::vector<si::envelope> shipped;
         for (int k = 0; k < 50; ++k) shipped.push_back(si::testing::record("OrderShipped", order + "-shipped-" + std::to_string(k), order));
