@@ -48,7 +48,7 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
     housekeep_call call;
     for (option_reader r(args, "housekeep"); r.next();) {
         if (r.flag("--help") || r.flag("-h")) {
-            std::cout << usage_text << producer_flags_help << housekeeping_flags_help
+            std::cout << usage_text << producer_flags_help << housekeeping_flags_help(housekeep_batch_flag)
                       << "\nexit status: 0 done, 1 error (reason on stderr), 2 usage error\n";
             return std::nullopt;
         }

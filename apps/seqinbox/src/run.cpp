@@ -111,7 +111,7 @@ std::optional<relay::relay_options> parse(std::span<const std::string_view> args
     run_call call;
     for (option_reader r(args, "run"); r.next();) {
         if (r.flag("--help") || r.flag("-h")) {
-            std::cout << usage_text << producer_flags_help << run_housekeeping_flags_help << exit_text;
+            std::cout << usage_text << producer_flags_help << housekeeping_flags_help(run_housekeeping_batch_flag) << exit_text;
             return std::nullopt;
         }
         if (!read_relay_flag(r, call) && !read_producer_flag(r, call.bootstrap_servers, call.options.producer) &&

@@ -1,6 +1,7 @@
 #pragma once
 // Command-line options shared by the subcommands that talk to Kafka and run housekeeping
 // (`run`, `housekeep`): each reader takes the current argument when it is one of its options.
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -15,15 +16,15 @@ namespace seqinbox::cli {
 constexpr std::string_view housekeep_batch_flag = "--batch-size";
 constexpr std::string_view run_housekeeping_batch_flag = "--housekeeping-batch-size";
 
-constexpr std::string_view housekeeping_flags_help =
-    "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
-    "  --batch-size N            instances per housekeeping transaction (default 100)\n"
-    "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
-
-constexpr std::string_view run_housekeeping_flags_help =
-    "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
-    "  --housekeeping-batch-size N  instances per housekeeping transaction (default 100)\n"
-    "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
+/// The housekeeping options' help, the batch named `batch_flag`.
+inline std::string housekeeping_flags_help(std::string_view batch_flag) {
+    constexpr std::size_t column = 26;  // where the other options' descriptions start
+    std::string batch = std::string(batch_flag) + " N";
+    batch.resize(std::max(batch.size() + 2, column), ' ');
+    return "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
+           "  " + batch + "instances per housekeeping transaction (default 100)\n"
+           "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
+}
 
 constexpr std::string_view producer_flags_help =
     "  --bootstrap-servers HOSTS Kafka brokers of the default cluster (host:port,...)\n"
