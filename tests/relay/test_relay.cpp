@@ -384,12 +384,15 @@ BOOST_AUTO_TEST_CASE(a_record_retried_again_and_again_is_named_in_healthz_and_co
     BOOST_TEST(metric_value(during, "seqinbox_retrying_records") == 1, during);
     BOOST_TEST(metric_value(during, "seqinbox_delivery_retries_total") >= 1, during);
 
-    BOOST_TEST(await_health(port, 200, std::chrono::seconds(90)).status == 200, relay.log());
+    // The decision is the dead letter, not a 200: a rebalance (the mock's second round of the
+    // group's join, frequent under the sanitizers) forgets the board's entry until the record
+    // is given back again, so /healthz may answer 200 between two attempts.
+    BOOST_TEST_REQUIRE(world.cluster.read_all(dead_letters, 1, 1, std::chrono::seconds(90)).size() == 1u, relay.log());
+    BOOST_TEST(await_health(port, 200).status == 200, relay.log());
     const auto after = si::test::http_get(port, "/metrics").body;
     BOOST_TEST(metric_value(after, "seqinbox_retrying_records") == 0, after);
     BOOST_TEST(metric_value(after, "seqinbox_delivery_retries_total") == attempts_refused, after);
     BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
-    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_expired_instances) {
