@@ -164,3 +164,63 @@ BOOST_AUTO_TEST_CASE(historical_duplicate_waiting_rows_are_replayed_once) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The version that moved a record's headers into its row (record_headers).
+int headers_in_row_version() {
+    for (const auto& script : pg::schema_scripts())
+        if (script.sql.find("ADD COLUMN record_headers") != std::string_view::npos) return script.version;
+    throw std::logic_error("no schema script adds sequenced_message.record_headers");
+}
+
+std::string describe(const std::vector<si::header>& headers) {
+    std::string text;
+    for (const auto& h : headers) {
+        text += h.name + "=";
+        for (const unsigned char c : h.value) text += "0123456789abcdef"[c / 16], text += "0123456789abcdef"[c % 16];
+        text += ' ';
+    }
+    return text;
+}
+
+}  // namespace
+
+// Header rows written before the headers moved into the message row are packed into it by the
+// migration: every header replayed in its original order, names repeated, values binary
+// (a NUL byte, bytes that are no UTF-8), empty, or NULL (read as empty, as before).
+BOOST_AUTO_TEST_CASE(headers_stored_as_rows_are_replayed_as_they_came_after_the_migration) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo, {.target_version = headers_in_row_version() - 1});
+    long long instance = 0;
+    {
+        soci::session s(soci::postgresql, conninfo);
+        instance = seqinbox::test::create_instance(s, "OrderSequence", "order-1");
+        insert_historical_row(s, instance, "OrderShipped", "s-1", "WAITING");  // positions 0 and 1
+        // Later positions inserted first: the order is the positions', not the insertion's.
+        s << "INSERT INTO sequenced_message_header (sequenced_message_id, position, name, value)"
+             " SELECT id, 4, 'Grüße', NULL FROM sequenced_message UNION ALL"
+             " SELECT id, 3, 'bin', decode('00ff2c2e', 'hex') FROM sequenced_message UNION ALL"
+             " SELECT id, 2, 'bin', ''::bytea FROM sequenced_message";
+        insert_historical_row(s, instance, "OrderPrepared", "p-1", "PROCESSED");
+        s << "DELETE FROM sequenced_message_header WHERE position = 1 AND sequenced_message_id ="
+             " (SELECT id FROM sequenced_message WHERE idempotence_id = 'p-1')";
+    }
+    pg::migrate(conninfo);
+
+    soci::session s(soci::postgresql, conninfo);
+    BOOST_TEST(!seqinbox::test::table_exists(s, "sequenced_message_header"));
+    BOOST_TEST(count(s, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'p-1' AND record_headers = '"
+                        "6d6573736167652d74797065.4f726465725072657061726564'") == 1);  // message-type alone
+    pg::store store{pg::store_options{.conninfo = conninfo, .pool_size = 2}};
+    auto tx = store.begin();
+    const std::vector<std::string> types{"OrderShipped"};
+    const auto waiting = tx.waiting_messages(instance, types);
+    BOOST_TEST_REQUIRE(waiting.size() == 1u);
+    BOOST_TEST_REQUIRE(waiting[0].payload.has_value());
+    const std::vector<si::header> expected{{"message-type", "OrderShipped"}, {"idempotence-id", "s-1"}, {"bin", ""},
+                                           {"bin", std::string("\0\xff,.", 4)}, {"Grüße", ""}};
+    const bool as_they_came = waiting[0].payload->headers == expected;
+    BOOST_TEST(as_they_came, "headers read back: " << describe(waiting[0].payload->headers));
+    BOOST_TEST(waiting[0].payload->value.value_or("(null)") == "historical");
+}

@@ -206,9 +206,7 @@ std::string waiting_message_columns() {
     return "m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " + sql_microseconds("m.state_changed_at") +
            ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
            sql_microseconds("m.record_time") +
-           ", COALESCE((SELECT string_agg(encode(convert_to(h.name, 'UTF8'), 'hex') || '.' ||"
-           " COALESCE(encode(h.value, 'hex'), ''), ',' ORDER BY h.position)"
-           " FROM sequenced_message_header h WHERE h.sequenced_message_id = m.id), '')";
+           ", COALESCE(m.record_headers, '')";
 }
 
 }  // namespace
@@ -240,17 +238,12 @@ message_insert::message_insert(soci::session& s)
 
 message_insert_with_record::message_insert_with_record(soci::session& s)
     : st(prepared(s,
-                  "WITH m AS (INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state,"
-                  " created_at, state_changed_at, cluster, topic, partition, \"offset\", key, value, traceparent, record_time)"
-                  " VALUES (:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") + ", " +
+                  "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state,"
+                  " created_at, state_changed_at, cluster, topic, partition, \"offset\", key, value, traceparent, record_time,"
+                  " record_headers) VALUES (:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") + ", " +
                       sql_timestamp(":state_changed_at") +
                       ", :cluster, :topic, :partition, :offset, decode(:key, 'hex'), decode(:value, 'hex'), :traceparent, " +
-                      sql_timestamp(":record_time") +
-                      ") RETURNING id)"
-                      " INSERT INTO sequenced_message_header (sequenced_message_id, position, name, value)"
-                      " SELECT m.id, CAST(h.pos AS integer) - 1, convert_from(decode(split_part(h.item, '.', 1), 'hex'), 'UTF8'),"
-                      " decode(split_part(h.item, '.', 2), 'hex')"
-                      " FROM m, unnest(string_to_array(:headers, ',')) WITH ORDINALITY AS h(item, pos)",
+                      sql_timestamp(":record_time") + ", :headers)",
                   use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at),
                   use(cluster), use(topic), use(partition), use(offset), use(key, key_null), use(value, value_null),
                   use(traceparent, traceparent_null), use(record_time), use(headers))) {}
