@@ -38,7 +38,7 @@ constexpr std::string_view usage_text =
     "  --type-header NAME        header naming the message type (default message-type)\n"
     "  --idempotence-header NAME header carrying the idempotence id (default idempotence-id)\n"
     "  --threads N               consumer threads (default 1)\n"
-    "  --batch-size N            records a consumer thread decides in one transaction (default 100)\n"
+    "  --batch-size N            records a consumer thread decides in one transaction (default 250)\n"
     "  --batch-linger D          how long a batch waits for more records after its first (default 5ms)\n"
     "  --http-port PORT          loopback port of /metrics and /healthz (default 9464; 0: a free one, logged)\n"
     "  --actions-every D         pending-action job interval (default 10s)\n"
