@@ -63,9 +63,10 @@ struct relay_options {
     std::size_t consumer_threads = 1;
     /// Each consumer thread decides up to batch_size records in one transaction, taking what the
     /// consumer fetched plus what arrives within batch_linger; the batch's publications are
-    /// acknowledged together before it commits. 250: a quarter of the per-batch costs of 100 (the
-    /// claim statement, the commit's WAL flush, the wait for the broker) for a window of repeats
-    /// after a crash of at most that many records per thread; Kafka's own max.poll.records is 500.
+    /// acknowledged together before it commits. 250: per record, two fifths of the per-batch
+    /// costs of 100 (the claim statement, the commit's WAL flush, the wait for the broker), for a
+    /// window of repeats after a crash of at most that many records per thread; Kafka's own
+    /// max.poll.records is 500.
     std::size_t batch_size = 250;
     std::chrono::milliseconds batch_linger{5};
     /// Loopback port of /metrics and /healthz; 0 picks a free one (see http_port()).
