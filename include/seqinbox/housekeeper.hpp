@@ -1,14 +1,16 @@
 #pragma once
-// Housekeeping (docs/operations.md): three jobs, each run by one service instance at a time (the store's job
-// lock), each bounded by a maximum duration and resumable (work is found by state, and every
-// batch commits on its own):
+// Housekeeping (docs/operations.md): three jobs, each run by one service instance at a time (the
+// store's job lock), each within its share of a run's maximum duration, resumable (work is found
+// by state), in batches of one transaction each, paced so that processing keeps the database:
 //  - closed cleanup: delete CLOSED instances with their messages and claims once their
 //    deduplication window has passed (until then late duplicates are recognised);
 //  - expiry marking: OPEN instances past retain_until get remove_after = retain_until + delay,
 //    logged loudly;
 //  - removal: delete OPEN instances whose remove_after passed.
-// Nothing vanishes silently: before an instance is deleted, each of its WAITING messages goes to
-// the error sink (in the transaction that deletes it; a failing sink keeps the instance).
+// Each batch reads on from where the previous one stopped (scan_position), so its cost does not
+// grow with the work done before it. Nothing vanishes silently: before an instance is deleted,
+// each of its WAITING messages goes to the error sink (in the transaction that deletes its
+// batch; a failing sink keeps the whole batch).
 //
 // Thread-safety: one housekeeper object per thread; any number of them (in any number of
 // processes) may share a store.
@@ -17,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,6 +27,7 @@
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
+#include "seqinbox/error.hpp"
 #include "seqinbox/error_sink/concept.hpp"
 #include "seqinbox/logger/concept.hpp"
 #include "seqinbox/logger/null_logger.hpp"
@@ -32,9 +36,16 @@
 namespace seqinbox {
 
 struct housekeeping_options {
-    std::chrono::seconds removal_delay{std::chrono::hours(24)};  ///< after retain_until, before removal
-    std::size_t batch_size = 100;
-    std::chrono::seconds max_duration{15 * 60};  ///< per run; the next run resumes
+    std::chrono::seconds removal_delay{std::chrono::hours(24)};  ///< after retain_until, before removal (0: at once)
+    std::size_t batch_size = 100;  ///< instances per batch: one transaction each
+    /// Bound of one run, shared by the jobs: each gets an equal share of the time left when it
+    /// starts (so every job progresses on every run, and one that finishes early leaves its time
+    /// to the next). The next run resumes.
+    std::chrono::seconds max_duration{15 * 60};
+    /// The pace: the share of its time a job spends on batches. After a batch that took t, the
+    /// job pauses t * (1 - work_share) / work_share, so that processing, which shares the
+    /// database's WAL flushes and CPU, keeps most of them. 1: no pause. In (0, 1].
+    double work_share = 0.5;
     /// Per sequence, how long CLOSED instances are kept after closing (deduplication_windows_of
     /// gives the declared ones). A sequence not listed, e.g. one no longer declared, keeps them
     /// for the retention its instances were created with.
@@ -49,21 +60,24 @@ std::vector<deduplication_window> deduplication_windows_of(const declarations<Me
     return windows;
 }
 
-/// One job of one run: how long it took and how many instances it deleted.
+/// One job of one run.
 struct housekeeping_job_run {
     std::string job;
-    std::chrono::nanoseconds took{0};
-    std::size_t deleted = 0;
+    std::chrono::nanoseconds took{0};    ///< from the job's start to its end, pauses included
+    std::chrono::nanoseconds paused{0};  ///< of `took`, the pauses of the pace
+    std::size_t rows = 0;                ///< instances deleted (cleanup, removal) or marked (marking)
+    std::size_t batches = 0;
+    bool complete = true;  ///< false: its share of max_duration ended with work left
 };
 
 struct housekeeping_report {
-    std::vector<housekeeping_job_run> jobs;  ///< the jobs that ran (not the skipped ones)
+    std::vector<housekeeping_job_run> jobs;  ///< the jobs that ran (not the skipped ones), in run order
     std::size_t closed_removed = 0;   ///< CLOSED instances deleted
     std::size_t marked = 0;           ///< OPEN instances past retention marked for removal
     std::size_t expired_removed = 0;  ///< instances deleted after their remove_after
     std::size_t forwarded = 0;        ///< WAITING messages sent to the error sink first
     std::vector<std::string> skipped;  ///< jobs another service instance was running
-    bool complete = true;              ///< false: stopped at max_duration with work left
+    bool complete = true;              ///< false: a job stopped at its share of max_duration with work left
 };
 
 template <class Store, class ErrorSink, class Clock = clock::system_clock, class Logger = logger::null_logger>
@@ -80,66 +94,102 @@ public:
     static constexpr const char* removal_job = "removal";
 
     basic_housekeeper(Store& store, ErrorSink& sink, housekeeping_options options = {}, Clock clock = {}, Logger logger = {})
-        : store_(&store), sink_(&sink), options_(options), clock_(std::move(clock)), logger_(std::move(logger)) {}
+        : store_(&store), sink_(&sink), options_(checked(std::move(options))), clock_(std::move(clock)), logger_(std::move(logger)) {}
 
-    /// Runs the three jobs once, each up to the shared time bound.
+    /// Runs the three jobs once, each within its share of max_duration (at least one batch).
     housekeeping_report run_once() {
         housekeeping_report report;
-        const timestamp started = clock_.now();
-        auto in_time = [&] { return clock_.now() - started < options_.max_duration; };
-        run_job(closed_cleanup_job, report, report.closed_removed, in_time,
-                [&] {
-                    const auto ids = store_->closed_instances(clock_.now(), options_.deduplication_windows, options_.batch_size);
-                    return remove_all(ids, report.closed_removed, report);
-                });
-        run_job(expiry_marking_job, report, report.marked, in_time, [&] { return mark_batch(report); });
-        run_job(removal_job, report, report.expired_removed, in_time,
-                [&] { return remove_all(store_->removable_instances(clock_.now(), options_.batch_size), report.expired_removed, report); });
+        const timestamp deadline = clock_.now() + options_.max_duration;
+        auto share_left = [&, jobs_left = 3]() mutable {
+            const auto left = std::max(deadline - clock_.now(), timestamp::duration::zero());
+            return left / jobs_left--;
+        };
+        run_job(closed_cleanup_job, report, report.closed_removed, share_left(), [&](scan_position& after) {
+            return remove_batch(store_->closed_instances(clock_.now(), options_.deduplication_windows, options_.batch_size, after), report);
+        });
+        run_job(expiry_marking_job, report, report.marked, share_left(), [&](scan_position& after) { return mark_batch(after); });
+        run_job(removal_job, report, report.expired_removed, share_left(), [&](scan_position& after) {
+            return remove_batch(store_->removable_instances(clock_.now(), options_.batch_size, after), report);
+        });
         return report;
     }
 
 private:
-    /// Runs `batch` (which returns false when it found no more work) while time is left.
-    /// `progress` is the report's count of what the job does (deleted or marked instances).
-    template <class InTime, class Batch>
-    void run_job(const char* job, housekeeping_report& report, const std::size_t& progress, InTime in_time, Batch batch) {
+    /// What one batch did: `rows` deleted or marked out of `found`.
+    struct batch_result {
+        std::size_t found = 0;
+        std::size_t rows = 0;
+    };
+
+    static housekeeping_options checked(housekeeping_options o) {
+        if (o.batch_size == 0) throw error(error_category::misuse, "housekeeping_options: batch_size must be at least 1, not 0");
+        if (!(o.work_share > 0 && o.work_share <= 1))
+            throw error(error_category::misuse, "housekeeping_options: work_share must be in (0, 1], not " + std::to_string(o.work_share));
+        if (o.removal_delay.count() < 0 || o.max_duration.count() < 0)
+            throw error(error_category::misuse, "housekeeping_options: removal_delay and max_duration must not be negative");
+        return o;
+    }
+
+    /// Runs `batch` (given the job's scan position) until a batch finds less than a full one or
+    /// the job's `share` of the run has passed; paces between batches. `total` is the report's
+    /// count of what the job does.
+    template <class Batch>
+    void run_job(const char* job, housekeeping_report& report, std::size_t& total, timestamp::duration share, Batch batch) {
         auto held = store_->try_lock_job(std::string("seqinbox.") + job);
         if (!held) {
             report.skipped.emplace_back(job);
             return;
         }
+        housekeeping_job_run run{job};
         const auto started = std::chrono::steady_clock::now();
-        const std::size_t before = progress;
-        bool more = batch();
-        while (more && in_time()) more = batch();
-        if (more) {
-            report.complete = false;
-            log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its maximum duration; the next run resumes"; });
+        const timestamp deadline = clock_.now() + share;
+        scan_position after;
+        for (bool more = true; more;) {
+            const auto batch_started = std::chrono::steady_clock::now();
+            const batch_result done = batch(after);
+            ++run.batches;
+            run.rows += done.rows;
+            more = done.found == options_.batch_size;
+            if (more && clock_.now() >= deadline) {
+                run.complete = report.complete = false;
+                log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its share of the maximum duration; the next run resumes"; });
+                break;
+            }
+            if (more) run.paused += pause_after(std::chrono::steady_clock::now() - batch_started);
         }
-        const bool deletes = std::string_view(job) != expiry_marking_job;
-        report.jobs.push_back({job, std::chrono::steady_clock::now() - started, deletes ? progress - before : 0});
+        total += run.rows;
+        run.took = std::chrono::steady_clock::now() - started;
+        report.jobs.push_back(std::move(run));
     }
 
-    bool remove_all(const std::vector<instance_id>& ids, std::size_t& removed, housekeeping_report& report) {
-        for (instance_id id : ids)
-            if (store_->remove_instance(id, [&](const sequence_instance& instance, std::span<const message_record> waiting) {
-                    forward(instance, waiting);
-                    report.forwarded += waiting.size();
-                }))
-                ++removed;
-        return ids.size() == options_.batch_size;
+    /// Sleeps for the pace after a batch that took `busy`; returns the pause.
+    std::chrono::nanoseconds pause_after(std::chrono::nanoseconds busy) const {
+        if (options_.work_share >= 1) return std::chrono::nanoseconds::zero();
+        const auto pause = std::chrono::duration_cast<std::chrono::nanoseconds>(busy * ((1 - options_.work_share) / options_.work_share));
+        std::this_thread::sleep_for(pause);
+        return pause;
     }
 
-    bool mark_batch(housekeeping_report& report) {
-        const auto marked = store_->mark_expired(clock_.now(), options_.removal_delay, options_.batch_size);
+    batch_result remove_batch(const std::vector<instance_id>& ids, housekeeping_report& report) {
+        if (ids.empty()) return {};
+        std::size_t forwarded = 0;
+        const std::size_t removed = store_->remove_instances(ids, [&](const sequence_instance& instance, std::span<const message_record> waiting) {
+            forward(instance, waiting);
+            forwarded += waiting.size();
+        });
+        report.forwarded += forwarded;  // counted once the batch committed: a failing sink keeps it all
+        return {ids.size(), removed};
+    }
+
+    batch_result mark_batch(scan_position& after) {
+        const auto marked = store_->mark_expired(clock_.now(), options_.removal_delay, options_.batch_size, after);
         for (const auto& instance : marked)
             log(log_level::warn, [&] {
                 return "EXPIRED sequence instance " + std::to_string(instance.id) + " (" + detail::loggable(instance.sequence) + ", context " +
                        detail::loggable(instance.context_id) +
                        ") is past its retention; it will be removed, its waiting messages sent to the error sink";
             });
-        report.marked += marked.size();
-        return marked.size() == options_.batch_size;
+        return {marked.size(), marked.size()};
     }
 
     void forward(const sequence_instance& instance, std::span<const message_record> waiting) {

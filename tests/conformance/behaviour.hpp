@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -231,6 +233,47 @@ void complete_order(Harness& h, const std::string& context_id) {
 
 template <class B>
 using housekeeper_of = basic_housekeeper<typename B::store_type, memory::error_sink, clock::manual_clock>;
+
+/// An error sink whose `failing_publication`-th publication (from 1) throws; it keeps the others.
+class nth_publication_fails {
+public:
+    explicit nth_publication_fails(std::size_t failing_publication) : failing_(failing_publication) {}
+    void publish(const failed_delivery& failure) {
+        if (++publications_ == failing_) throw std::runtime_error("dead-letter topic unavailable");
+        published_.push_back(failure);
+    }
+    std::size_t size() const { return published_.size(); }
+
+private:
+    std::size_t failing_;
+    std::size_t publications_ = 0;
+    std::vector<failed_delivery> published_;
+};
+
+/// A manual clock that moves by a second each time it is read: a housekeeping run then takes
+/// two seconds per batch, whatever the machine.
+struct ticking_clock {
+    clock::manual_clock shared;
+    timestamp now() {
+        shared.advance(std::chrono::seconds(1));
+        return shared.now();
+    }
+};
+
+/// The run of `job` in `report` (a job that ran).
+inline const housekeeping_job_run& job_run(const housekeeping_report& report, std::string_view job) {
+    const auto it = std::ranges::find(report.jobs, job, &housekeeping_job_run::job);
+    BOOST_TEST_REQUIRE((it != report.jobs.end()), "job " << job << " did not run");
+    return *it;
+}
+
+/// Options that remove an expired instance in the run that marks it, without pauses.
+inline housekeeping_options removing_at_once() {
+    housekeeping_options options;
+    options.removal_delay = std::chrono::seconds(0);
+    options.work_share = 1;
+    return options;
+}
 
 template <class B>
 std::string business(B& b, const std::string& name) {
@@ -1336,6 +1379,145 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(one_runner_per_housekeeping_job_and_a_bounded_run_
     }
     BOOST_TEST(stepwise.run_once().closed_removed == 1u);
     BOOST_TEST(b.instances().empty());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_failing_error_sink_keeps_the_whole_removal_batch, Backend, backends) {
+    // The WAITING messages of a batch go to the sink before its one transaction commits: the
+    // instance whose message was published first stays too (a later run publishes it again).
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    for (const char* ctx : {"o1", "o2", "o3"}) expect_outcome(h.deliver("OrderValidated", std::string("v-") + ctx, ctx), outcome::buffered);
+    b.clock.advance(24h + 1s);
+    conf::nth_publication_fails sink(2);
+    si::basic_housekeeper<typename Backend::store_type, conf::nth_publication_fails, si::clock::manual_clock> failing(
+        b.store, sink, conf::removing_at_once(), b.clock);
+    BOOST_CHECK_THROW(failing.run_once(), std::runtime_error);
+    BOOST_TEST(b.instances().size() == 3u);
+    BOOST_TEST(b.messages().size() == 3u);
+    for (const auto& instance : b.instances()) BOOST_TEST(instance.remove_after.has_value());  // marking committed apart
+
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, conf::removing_at_once(), b.clock);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.expired_removed == 3u);
+    BOOST_TEST(report.forwarded == 3u);
+    BOOST_TEST(b.error_sink.size() == 3u);
+    BOOST_TEST(b.instances().empty());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(batches_pass_over_a_closed_instance_still_in_its_window, Backend, backends) {
+    // The oldest instance (the smallest id) closes last: batches of one go on past it.
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    expect_outcome(h.deliver("OrderValidated", "OrderValidated@o1", "o1"), outcome::buffered);
+    for (const char* ctx : {"o2", "o3", "o4"}) conf::complete_order(h, ctx);
+    b.clock.advance(24h + 1s);
+    expect_outcome(h.deliver("OrderCreated", "OrderCreated@o1", "o1"), outcome::processed);
+    for (const char* type : {"OrderPrepared", "OrderExpedited", "OrderShipped"})  // OrderValidated was released
+        expect_outcome(h.deliver(type, std::string(type) + "@o1", "o1"), outcome::processed);
+    BOOST_TEST_REQUIRE(conf::instance_state_of(b, "o1") == "CLOSED");
+    auto options = conf::removing_at_once();
+    options.batch_size = 1;
+    conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(report.closed_removed == 3u);
+    BOOST_TEST(conf::job_run(report, "closed_cleanup").batches == 4u);  // three of one, then none left
+    BOOST_TEST(report.complete);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+    BOOST_TEST(b.instances().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_job_gets_its_share_of_a_run, Backend, backends) {
+    // A long closed backlog no longer takes a run's whole time: marking and removal get theirs.
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    for (int i = 0; i < 40; ++i) conf::complete_order(h, "closed" + std::to_string(i));
+    for (const char* ctx : {"e1", "e2", "e3"}) expect_outcome(h.deliver("OrderValidated", std::string("v-") + ctx, ctx), outcome::buffered);
+    b.clock.advance(24h + 1s);
+    auto options = conf::removing_at_once();
+    options.batch_size = 1;
+    options.max_duration = 60s;  // two seconds a batch: 30 batches in all
+    si::basic_housekeeper<typename Backend::store_type, si::memory::error_sink, conf::ticking_clock> housekeeper(
+        b.store, b.error_sink, options, conf::ticking_clock{b.clock});
+    const auto report = housekeeper.run_once();
+    BOOST_TEST(!report.complete);
+    BOOST_TEST(!conf::job_run(report, "closed_cleanup").complete);
+    BOOST_TEST(report.closed_removed > 0u);
+    BOOST_TEST(report.closed_removed < 20u);  // about a third of the batches
+    BOOST_TEST(report.marked == 3u);
+    BOOST_TEST(report.expired_removed == 3u);
+    BOOST_TEST(report.forwarded == 3u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_job_pauses_between_batches_at_its_pace, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    for (const char* ctx : {"o1", "o2", "o3", "o4"}) conf::complete_order(h, ctx);
+    b.clock.advance(24h);
+    si::housekeeping_options options;
+    options.batch_size = 1;
+    options.work_share = 0.25;  // pauses three times as long as each batch took
+    conf::housekeeper_of<Backend> paced(b.store, b.error_sink, options, b.clock);
+    auto report = paced.run_once();
+    BOOST_TEST(report.closed_removed == 4u);
+    const auto& run = conf::job_run(report, "closed_cleanup");
+    BOOST_TEST(run.batches == 5u);
+    BOOST_TEST(run.paused.count() > 0);
+    BOOST_TEST((run.paused * 4 <= run.took * 3));  // three times the batches' time, within the job's
+
+    for (const char* ctx : {"o5", "o6"}) conf::complete_order(h, ctx);
+    b.clock.advance(24h);
+    options.work_share = 1;
+    conf::housekeeper_of<Backend> unpaced(b.store, b.error_sink, options, b.clock);
+    report = unpaced.run_once();
+    BOOST_TEST(report.closed_removed == 2u);
+    BOOST_TEST(conf::job_run(report, "closed_cleanup").paused.count() == 0);
+
+    options.work_share = 0;
+    BOOST_CHECK_EXCEPTION(conf::housekeeper_of<Backend>(b.store, b.error_sink, options, b.clock), si::error,
+                          [](const si::error& e) { return conf::contains(e.what(), "work_share must be in (0, 1], not 0"); });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(two_housekeepers_at_once_remove_everything_once, Backend, backends) {
+    // Two service instances housekeeping the same store together: each job runs in one of them
+    // at a time, every instance goes once, and every WAITING message reaches the sink once.
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    for (int i = 0; i < 12; ++i) conf::complete_order(h, "closed" + std::to_string(i));
+    for (int i = 0; i < 12; ++i) {
+        const auto ctx = "expired" + std::to_string(i);
+        expect_outcome(h.deliver("OrderValidated", "v-" + ctx, ctx), outcome::buffered);
+    }
+    b.clock.advance(24h + 1s);
+    auto options = conf::removing_at_once();
+    options.batch_size = 2;
+    std::array<si::housekeeping_report, 2> totals{};
+    auto housekeep = [&](si::housekeeping_report& total) {
+        conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, options, b.clock);
+        // Until a run of all three jobs finds nothing (the fixture's inspection is not for threads).
+        for (int run = 0; run < 500; ++run) {
+            const auto report = housekeeper.run_once();
+            total.closed_removed += report.closed_removed;
+            total.marked += report.marked;
+            total.expired_removed += report.expired_removed;
+            total.forwarded += report.forwarded;
+            if (report.skipped.empty() && report.closed_removed + report.marked + report.expired_removed == 0) break;
+        }
+    };
+    std::thread other(housekeep, std::ref(totals[1]));
+    housekeep(totals[0]);
+    other.join();
+    BOOST_TEST(b.instances().empty());
+    BOOST_TEST(b.messages().empty());
+    BOOST_TEST(totals[0].closed_removed + totals[1].closed_removed == 12u);
+    BOOST_TEST(totals[0].marked + totals[1].marked == 12u);
+    BOOST_TEST(totals[0].expired_removed + totals[1].expired_removed == 12u);
+    BOOST_TEST(totals[0].forwarded + totals[1].forwarded == 12u);
+    BOOST_TEST(b.error_sink.size() == 12u);
 }
 
 // ---- read views ----

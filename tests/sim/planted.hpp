@@ -56,9 +56,9 @@ public:
 
     transaction begin() { return transaction(memory::store::begin()); }
 
-    bool remove_instance(instance_id id, const forward_waiting& forward) {
-        if constexpr (Defect != planted_defect::removal_drops_waiting) return memory::store::remove_instance(id, forward);
-        return memory::store::remove_instance(id, [&](const sequence_instance& instance, std::span<const message_record>) {
+    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward) {
+        if constexpr (Defect != planted_defect::removal_drops_waiting) return memory::store::remove_instances(ids, forward);
+        return memory::store::remove_instances(ids, [&](const sequence_instance& instance, std::span<const message_record>) {
             forward(instance, {});
         });
     }

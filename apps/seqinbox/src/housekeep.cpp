@@ -1,8 +1,11 @@
 // seqinbox housekeep: see housekeep.hpp.
 #include "housekeep.hpp"
 
+#include <chrono>
+#include <iomanip>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "json.hpp"
@@ -67,19 +70,35 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
     return call;
 }
 
-void print(const housekeeping_report& report, bool json) {
-    if (json) {
-        std::cout << "{\"closed_removed\":" << report.closed_removed << ",\"marked\":" << report.marked
-                  << ",\"expired_removed\":" << report.expired_removed << ",\"forwarded\":" << report.forwarded
-                  << ",\"complete\":" << (report.complete ? "true" : "false") << ",\"skipped\":[";
-        for (std::size_t i = 0; i < report.skipped.size(); ++i) std::cout << (i ? "," : "") << json_string(report.skipped[i]);
-        std::cout << "]}\n";
-        return;
+double seconds_of(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+void print_json(const housekeeping_report& report) {
+    std::cout << "{\"closed_removed\":" << report.closed_removed << ",\"marked\":" << report.marked
+              << ",\"expired_removed\":" << report.expired_removed << ",\"forwarded\":" << report.forwarded
+              << ",\"complete\":" << (report.complete ? "true" : "false") << ",\"jobs\":[";
+    for (std::size_t i = 0; i < report.jobs.size(); ++i) {
+        const auto& job = report.jobs[i];
+        std::cout << (i ? "," : "") << "{\"job\":" << json_string(job.job) << ",\"rows\":" << job.rows << ",\"batches\":" << job.batches
+                  << ",\"seconds\":" << seconds_of(job.took) << ",\"paused_seconds\":" << seconds_of(job.paused)
+                  << ",\"complete\":" << (job.complete ? "true" : "false") << "}";
     }
+    std::cout << "],\"skipped\":[";
+    for (std::size_t i = 0; i < report.skipped.size(); ++i) std::cout << (i ? "," : "") << json_string(report.skipped[i]);
+    std::cout << "]}\n";
+}
+
+void print_text(const housekeeping_report& report) {
     std::cout << "closed instances removed   " << report.closed_removed << "\n"
               << "instances marked expired   " << report.marked << "\n"
               << "expired instances removed  " << report.expired_removed << "\n"
               << "waiting messages forwarded " << report.forwarded << "\n";
+    for (const auto& job : report.jobs) {
+        std::ostringstream line;
+        line << std::fixed << std::setprecision(3) << "job " << std::left << std::setw(15) << job.job << std::right << std::setw(9)
+             << job.rows << " rows in " << job.batches << " batches, " << seconds_of(job.took) << " s (" << seconds_of(job.paused)
+             << " s paused)" << (job.complete ? "" : ", work left");
+        std::cout << line.str() << "\n";
+    }
     for (const auto& job : report.skipped) std::cout << "skipped (running elsewhere) " << job << "\n";
     if (!report.complete) std::cout << "stopped at --max-duration with work left; the next run resumes\n";
 }
@@ -99,7 +118,9 @@ int housekeep_command(std::span<const std::string_view> args) {
     kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
     basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger> housekeeper(
         store, sink, housekeeping, {}, logger::stream_logger(std::cerr));
-    print(housekeeper.run_once(), call->json);
+    const auto report = housekeeper.run_once();
+    if (call->json) print_json(report);
+    else print_text(report);
     return exit_ok;
 }
 

@@ -65,8 +65,9 @@ public:
     }
 
     /// Parses the value of option `name` as a duration: a whole number with unit ms, s, m, h or
-    /// d (`500ms`, `30s`, `10m`), from 1 ms to 30 days.
-    std::chrono::milliseconds duration(std::string_view name, std::string_view text) const {
+    /// d (`500ms`, `30s`, `10m`), from 1 ms (or 0 where `zero` allows it) to 30 days.
+    enum class zero { refused, allowed };
+    std::chrono::milliseconds duration(std::string_view name, std::string_view text, zero zero_is = zero::refused) const {
         using namespace std::chrono;
         static constexpr std::pair<std::string_view, milliseconds> units[] = {
             {"ms", milliseconds(1)}, {"s", seconds(1)}, {"m", minutes(1)}, {"h", hours(1)}, {"d", hours(24)}};
@@ -74,10 +75,10 @@ public:
         auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
         const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
         for (const auto& [suffix, length] : units)
-            if (ec == std::errc{} && unit == suffix && n > 0 && n <= static_cast<std::uint64_t>(hours(24 * 30) / length))
+            if (ec == std::errc{} && unit == suffix && (n > 0 || zero_is == zero::allowed) && n <= static_cast<std::uint64_t>(hours(24 * 30) / length))
                 return length * static_cast<std::int64_t>(n);
         throw usage_error(prefix() + "option '" + std::string(name) + "' expects a duration such as 500ms, 30s, 10m, 24h or 7d " +
-                          "(at most 30d), not '" + std::string(text) + "'");
+                          "(at most 30d" + (zero_is == zero::allowed ? ", or 0s" : "") + "), not '" + std::string(text) + "'");
     }
 
     /// Splits the value of option `name` at its first '=' into a non-empty name and a value.

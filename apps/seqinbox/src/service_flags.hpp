@@ -21,9 +21,13 @@ inline std::string housekeeping_flags_help(std::string_view batch_flag) {
     constexpr std::size_t column = 26;  // where the other options' descriptions start
     std::string batch = std::string(batch_flag) + " N";
     batch.resize(std::max(batch.size() + 2, column), ' ');
-    return "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h)\n"
+    return "  --removal-delay D         time after retain_until before an expired instance is removed (default 24h;\n"
+           "                            0s: in the run that marks it)\n"
            "  " + batch + "instances per housekeeping transaction (default 100)\n"
-           "  --max-duration D          bound of one housekeeping run; the next run resumes (default 15m)\n";
+           "  --max-duration D          bound of one housekeeping run, shared by its three jobs: each gets an\n"
+           "                            equal share of the time left when it starts; the next run resumes (default 15m)\n"
+           "  --work-share PERCENT      pace: the share of its time a job spends on batches, pausing the rest so\n"
+           "                            that processing keeps the database (1 to 100, default 50)\n";
 }
 
 constexpr std::string_view producer_flags_help =
@@ -34,9 +38,11 @@ constexpr std::string_view producer_flags_help =
 inline bool read_housekeeping_flag(option_reader& r, housekeeping_options& o, std::string_view batch_flag) {
     using std::chrono::duration_cast;
     using std::chrono::seconds;
-    if (auto v = r.value("--removal-delay")) o.removal_delay = duration_cast<seconds>(r.duration("--removal-delay", *v));
+    if (auto v = r.value("--removal-delay"))
+        o.removal_delay = duration_cast<seconds>(r.duration("--removal-delay", *v, option_reader::zero::allowed));
     else if (auto v = r.value("--max-duration")) o.max_duration = duration_cast<seconds>(r.duration("--max-duration", *v));
     else if (auto v = r.value(batch_flag)) o.batch_size = r.number(batch_flag, *v, 1, 100000);
+    else if (auto v = r.value("--work-share")) o.work_share = static_cast<double>(r.number("--work-share", *v, 1, 100)) / 100;
     else return false;
     return true;
 }

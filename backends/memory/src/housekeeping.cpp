@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -39,35 +40,56 @@ store::job_lock store::try_lock_job(const std::string& job) {
     return job_lock(this, job);
 }
 
-std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows,
-                                                 std::size_t limit) const {
+namespace {
+
+/// Whether a row sorting by (key, id) comes after `after`, and `after` moved to the last of `ids`.
+template <class Key>
+bool sorts_after(const Key& key, instance_id id, const scan_position& after) {
+    if constexpr (std::is_same_v<Key, instance_id>) return id > after.id;
+    else return std::pair(key, id) > std::pair(after.key, after.id);
+}
+
+}  // namespace
+
+std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
+                                                 scan_position& after) const {
     auto window_passed = [&](const instance_row& r) {
         const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
         const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
         return r.closed_at.value_or(r.row.created_at) + window <= now;
     };
-    return instances_where(limit, [&](const instance_row& r) { return r.row.state == instance_state::closed && window_passed(r); },
-                           [](const instance_row& r) { return r.row.id; });
+    auto ids = instances_where(limit, [&](const instance_row& r) {
+        return r.row.id > after.id && r.row.state == instance_state::closed && window_passed(r);
+    }, [](const instance_row& r) { return r.row.id; });
+    if (!ids.empty()) after.id = ids.back();
+    return ids;
 }
 
-std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit) const {
-    return instances_where(limit, [&](const instance_row& r) {
-        return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now;
+std::vector<instance_id> store::removable_instances(timestamp now, std::size_t limit, scan_position& after) const {
+    std::lock_guard lock(mutex_);
+    auto ids = instances_where_locked(limit, [&](const instance_row& r) {
+        return r.row.state == instance_state::open && r.row.remove_after && *r.row.remove_after <= now && sorts_after(*r.row.remove_after, r.row.id, after);
     }, [](const instance_row& r) { return *r.row.remove_after; });
+    if (!ids.empty()) after = {*instances_.at(ids.back()).row.remove_after, ids.back()};
+    return ids;
 }
 
-std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit) {
+std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after) {
     yield_point("instance.mark_expired");
     std::lock_guard lock(mutex_);
     std::vector<sequence_instance> marked;
     for (auto id : instances_where_locked(limit, [&](const instance_row& r) {
-             return r.row.state == instance_state::open && !r.row.remove_after && r.row.retain_until < now && !instance_locks_.contains(r.row.id);
+             return r.row.state == instance_state::open && !r.row.remove_after && r.row.retain_until < now &&
+                    sorts_after(r.row.retain_until, r.row.id, after) && !instance_locks_.contains(r.row.id);
          }, [](const instance_row& r) { return r.row.retain_until; })) {
         auto& row = instances_.at(id).row;
         row.remove_after = row.retain_until + delay;
         marked.push_back(row);
     }
-    if (!marked.empty()) flush_wal();
+    if (!marked.empty()) {
+        after = {marked.back().retain_until, marked.back().id};
+        flush_wal();
+    }
     return marked;
 }
 
@@ -79,19 +101,25 @@ bool store::referenced(instance_id id) const {
     });
 }
 
-bool store::remove_instance(instance_id id, const forward_waiting& forward) {
+std::size_t store::remove_instances(std::span<const instance_id> ids, const forward_waiting& forward) {
     yield_point("instance.remove");
     lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "instance.remove", [&] { return referenced(id); });
-    auto it = instances_.find(id);
-    if (it == instances_.end()) return false;
-    std::vector<message_record> waiting;
-    for (message_id m : it->second.messages)
-        if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
-    forward(it->second.row, waiting);  // under the store's mutex: no writer can slip in before the delete
-    erase_instance(it);
-    flush_wal();
-    return true;
+    wait_while(lock, nullptr, "instance.remove", [&] { return std::ranges::any_of(ids, [&](instance_id id) { return referenced(id); }); });
+    std::vector<instance_id> existing;
+    for (instance_id id : ids)
+        if (instances_.contains(id) && std::ranges::find(existing, id) == existing.end()) existing.push_back(id);
+    std::ranges::sort(existing);
+    // Under the store's mutex: no writer can slip in before the deletes; a throw keeps them all.
+    for (instance_id id : existing) {
+        const auto& instance = instances_.at(id);
+        std::vector<message_record> waiting;
+        for (message_id m : instance.messages)
+            if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
+        forward(instance.row, waiting);
+    }
+    for (instance_id id : existing) erase_instance(instances_.find(id));
+    if (!existing.empty()) flush_wal();
+    return existing.size();
 }
 
 void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {

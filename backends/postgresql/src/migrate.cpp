@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <soci/soci.h>
 
@@ -84,6 +88,47 @@ void check_history(const std::map<int, applied_script>& history, const std::stri
     }
 }
 
+/// The first line of a script whose statements must run outside a transaction (CREATE INDEX
+/// CONCURRENTLY): each is sent on its own, and such a script must be safe to run again after
+/// stopping halfway.
+constexpr std::string_view outside_transaction_marker = "-- seqinbox: each statement on its own, outside a transaction\n";
+
+/// The statements of `sql`: each ends with ';' at the end of a line (comment lines are dropped).
+std::vector<std::string> statements_of(std::string_view sql) {
+    std::vector<std::string> statements;
+    std::string current;
+    for (std::size_t at = 0; at < sql.size();) {
+        const std::size_t end = std::min(sql.find('\n', at), sql.size());
+        const std::string_view line = sql.substr(at, end - at);
+        at = end + 1;
+        if (line.starts_with("--")) continue;
+        current.append(line).push_back('\n');
+        if (line.ends_with(';')) statements.push_back(std::exchange(current, {}));
+    }
+    if (current.find_first_not_of(" \n") != std::string::npos) statements.push_back(current);
+    return statements;
+}
+
+void record_applied(soci::session& session, const schema_script& script) {
+    const std::string name(script.name);
+    const std::string checksum(script.sha256);
+    session << "INSERT INTO seqinbox_schema_history (version, name, checksum) VALUES (:v, :n, :c)", soci::use(script.version),
+        soci::use(name), soci::use(checksum);
+}
+
+void apply(soci::session& session, const schema_script& script) {
+    if (script.sql.starts_with(outside_transaction_marker)) {
+        for (const auto& statement : statements_of(script.sql)) session << statement;
+        record_applied(session, script);
+        return;
+    }
+    soci::transaction transaction(session);  // rolls back when the script fails
+    // a statement without bound values runs as a simple query, so a script may hold many
+    session << std::string(script.sql);
+    record_applied(session, script);
+    transaction.commit();
+}
+
 }  // namespace
 
 migrate_report migrate(const std::string& conninfo, const migrate_options& options) {
@@ -109,14 +154,7 @@ migrate_report migrate(const std::string& conninfo, const migrate_options& optio
             const std::string what = "applying schema script V" + std::to_string(script.version) + "__" +
                                      std::string(script.name) + ".sql";
             doing = what;
-            soci::transaction transaction(*session);  // rolls back when the script fails
-            // a statement without bound values runs as a simple query, so a script may hold many
-            *session << std::string(script.sql);
-            const std::string name(script.name);
-            const std::string checksum(script.sha256);
-            *session << "INSERT INTO seqinbox_schema_history (version, name, checksum) VALUES (:v, :n, :c)",
-                soci::use(script.version), soci::use(name), soci::use(checksum);
-            transaction.commit();
+            apply(*session, script);
             report.applied.push_back(script.version);
             report.schema_version = std::max(report.schema_version, script.version);
         }

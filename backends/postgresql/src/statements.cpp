@@ -229,6 +229,14 @@ const named_sql& waiting_messages_batch_sql() {
     return s;
 }
 
+const named_sql& waiting_messages_of_instances_sql() {
+    static const named_sql s = named("waiting_messages_of_instances",
+                                     "SELECT " + waiting_message_columns() +
+                                         ", m.sequence_instance_id FROM sequenced_message m WHERE m.sequence_instance_id = ANY (CAST($1 AS bigint[]))"
+                                         " AND m.state = 'WAITING' ORDER BY m.sequence_instance_id, m.id");
+    return s;
+}
+
 message_insert::message_insert(soci::session& s)
     : st(prepared(s,
                   "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"

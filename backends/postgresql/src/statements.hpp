@@ -68,6 +68,9 @@ const named_sql& waiting_messages_sql();
 /// waiting_messages_sql for many (instance, type) pairs (instances, types: array_literal): its
 /// columns, then the instance id; by id.
 const named_sql& waiting_messages_batch_sql();
+/// Every WAITING row of the instances (ids: array_literal): the columns of
+/// waiting_messages_batch_sql; by instance, then id.
+const named_sql& waiting_messages_of_instances_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

@@ -668,6 +668,9 @@ types_by_state store::transaction::message_types(instance_id instance) {
 
 namespace {
 
+/// The instance id of a row of waiting_messages_batch_sql and waiting_messages_of_instances_sql.
+constexpr int waiting_instance_column = 13;
+
 /// A row of waiting_messages_sql, with its record.
 message_record waiting_row(const detail::result& r, int row, instance_id instance) {
     const auto set = [&](int column, auto& field, auto convert) {
@@ -713,13 +716,24 @@ std::vector<std::vector<message_record>> store::transaction::waiting_messages(st
         rows = batch.statement(detail::waiting_messages_batch_sql(), {detail::array_literal(instances), detail::array_literal(types)});
     });
     std::vector<std::vector<message_record>> found(queries.size());
-    const int instance_column = 13;
     for (int i = 0; i < answers[rows].rows(); ++i) {
-        const message_record row = waiting_row(answers[rows], i, answers[rows].number(i, instance_column));
+        const message_record row = waiting_row(answers[rows], i, answers[rows].number(i, waiting_instance_column));
         for (std::size_t k = 0; k < queries.size(); ++k)
             if (queries[k].instance == row.instance && std::ranges::find(queries[k].types, row.type) != queries[k].types.end())
                 found[k].push_back(row);
     }
+    return found;
+}
+
+std::vector<message_record> store::transaction::waiting_messages_of(std::span<const instance_id> instances) {
+    std::vector<std::string> ids;
+    for (instance_id id : instances) ids.push_back(std::to_string(id));
+    std::size_t rows = 0;
+    const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
+        rows = batch.statement(detail::waiting_messages_of_instances_sql(), {detail::array_literal(ids)});
+    });
+    std::vector<message_record> found;
+    for (int i = 0; i < answers[rows].rows(); ++i) found.push_back(waiting_row(answers[rows], i, answers[rows].number(i, waiting_instance_column)));
     return found;
 }
 

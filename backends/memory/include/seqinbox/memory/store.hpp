@@ -82,11 +82,14 @@ public:
     /// Exclusion of one job between the users of this store; released when destroyed.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
-    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit) const;
-    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit) const;
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
+                                              scan_position& after) const;
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after) const;
     /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
-    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit);
-    bool remove_instance(instance_id id, const forward_waiting& forward);
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
+    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward);
+    /// remove_instances of one: whether it was deleted.
+    bool remove_instance(instance_id id, const forward_waiting& forward) { return remove_instances({&id, 1}, forward) == 1; }
 
     // ---- read views (seqinbox::view_store; src/views.cpp) ----
     std::vector<instance_count> instance_counts() const;

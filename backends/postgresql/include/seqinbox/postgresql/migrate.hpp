@@ -5,7 +5,10 @@
 // migrate() applies the missing scripts in version order, each in its own transaction together
 // with its row in seqinbox_schema_history (version, name, SHA-256 of the script). It holds a
 // session-level advisory lock while it works, so service instances starting together apply each
-// script exactly once; the others wait, then find nothing left to do.
+// script exactly once; the others wait, then find nothing left to do. A script whose first line
+// is "-- seqinbox: each statement on its own, outside a transaction" (V7: CREATE INDEX
+// CONCURRENTLY, so that writers go on meanwhile) runs statement by statement, then records its
+// row; it is written to be run again after stopping halfway.
 #include <chrono>
 #include <optional>
 #include <span>
@@ -52,7 +55,8 @@ struct migrate_report {
 ///     script's checksum differs from the embedded one (nothing is applied then);
 ///   - misuse: target_version outside 0..latest_schema_version();
 ///   - retryable: the advisory lock was not obtained within lock_wait;
-///   - internal: a script failed (its transaction is rolled back; the SQLSTATE is attached).
+///   - internal: a script failed (its transaction is rolled back, or for a script outside a
+///     transaction the next run repeats it; the SQLSTATE is attached).
 migrate_report migrate(const std::string& conninfo, const migrate_options& options = {});
 
 /// `conninfo` for messages and logs: its options in key=value form, every secret libpq knows

@@ -126,10 +126,14 @@ public:
     /// keeps one pooled connection while it lives.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
-    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit);
-    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit);
-    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit);
-    bool remove_instance(instance_id id, const forward_waiting& forward);
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
+                                              scan_position& after);
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after);
+    /// One transaction, a handful of round trips whatever the number of instances.
+    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward);
+    /// remove_instances of one: whether it was deleted.
+    bool remove_instance(instance_id id, const forward_waiting& forward) { return remove_instances({&id, 1}, forward) == 1; }
 
     /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
@@ -200,6 +204,8 @@ public:
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     /// The same for many instances, in the same round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
+    /// Every WAITING message of the instances, whatever its type, by instance then id (housekeeping).
+    std::vector<message_record> waiting_messages_of(std::span<const instance_id> instances);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
