@@ -139,6 +139,38 @@ BOOST_AUTO_TEST_CASE(empty_database_to_latest) {
     BOOST_CHECK_THROW(seqinbox::test::create_instance(s, "orders", "o-1"), soci::soci_error);
 }
 
+/// How many valid indexes of sequence_instance are named `name`.
+long long valid_instance_indexes(soci::session& s, const std::string& name) {
+    return seqinbox::test::count(s, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                                    " WHERE i.indrelid = 'sequence_instance'::regclass AND i.indisvalid AND c.relname = '" + name + "'");
+}
+
+BOOST_AUTO_TEST_CASE(housekeeping_indexes_are_partial_and_valid) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo);
+    soci::session s(soci::postgresql, conninfo);
+    for (const char* index : {"sequence_instance_closed", "sequence_instance_unmarked", "sequence_instance_marked"})
+        BOOST_TEST(valid_instance_indexes(s, index) == 1, index);
+    BOOST_TEST(valid_instance_indexes(s, "sequence_instance_remove_after") == 0);  // replaced by sequence_instance_marked
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'sequence_instance_unmarked' AND indexdef LIKE"
+                                        " '%(retain_until, id) WHERE ((state = ''OPEN''::text) AND (remove_after IS NULL))'") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_index_script_runs_again_after_stopping_halfway) {
+    // V7 runs outside a transaction (CREATE INDEX CONCURRENTLY): a migration stopped after its
+    // first index leaves that index behind without a history row; the next run completes it.
+    const auto conninfo = pg_server::shared().create_database();
+    const int indexes = 7;
+    pg::migrate(conninfo, {.target_version = indexes - 1});
+    soci::session s(soci::postgresql, conninfo);
+    s << "CREATE INDEX sequence_instance_closed ON sequence_instance (created_at)";  // as left by a stopped run, or worse
+    const auto report = pg::migrate(conninfo);
+    BOOST_TEST(report.applied == versions(indexes, pg::latest_schema_version()), boost::test_tools::per_element());
+    BOOST_TEST(valid_instance_indexes(s, "sequence_instance_closed") == 1);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'sequence_instance_closed'"
+                                        " AND indexdef LIKE '%(id) WHERE (state = ''CLOSED''::text)'") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(second_run_applies_nothing) {
     const auto conninfo = pg_server::shared().create_database();
     pg::migrate(conninfo);

@@ -419,6 +419,30 @@ BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_ex
     BOOST_TEST(si::test::contains(again.output, "\"complete\":true"), again.output);
 }
 
+BOOST_AUTO_TEST_CASE(housekeep_once_removes_at_once_with_a_zero_removal_delay_and_reports_each_job) {
+    relay_world world;
+    buffer_in_expired_instance(world.conninfo, "OrderValidated", "v1", "o1");
+    const std::string base = "housekeep --once --postgres " + si::test::shell_quote(world.conninfo) + " --bootstrap-servers " +
+                             world.cluster.bootstraps() + " --dead-letter-topic " + dead_letters + " --producer-property log_level=0";
+    const auto refused = si::test::run_cli(base + " --work-share 0");
+    BOOST_TEST(refused.exit_code == 2, refused.output);
+    BOOST_TEST(si::test::contains(refused.output, "'--work-share' expects a whole number from 1 to 100, not '0'"), refused.output);
+
+    const auto run = si::test::run_cli(base + " --removal-delay 0s --work-share 100 --json");
+    BOOST_TEST(run.exit_code == 0, run.output);
+    BOOST_TEST(si::test::contains(run.output, "\"marked\":1,\"expired_removed\":1,\"forwarded\":1"), run.output);
+    for (const char* job : {"closed_cleanup", "expiry_marking", "removal"})
+        BOOST_TEST(si::test::contains(run.output, std::string("{\"job\":\"") + job + "\",\"rows\":"), run.output);
+    BOOST_TEST(si::test::contains(run.output, "\"job\":\"removal\",\"rows\":1,\"batches\":1,\"seconds\":"), run.output);
+    BOOST_TEST(world.cluster.read_all(dead_letters, 1, 1).size() == 1u);
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequence_instance") == 0);
+
+    const auto text = si::test::run_cli(base + " --removal-delay 0s");
+    BOOST_TEST(text.exit_code == 0, text.output);
+    BOOST_TEST(si::test::contains(text.output, "job removal"), text.output);
+    BOOST_TEST(si::test::contains(text.output, "0 rows in 1 batches"), text.output);
+}
+
 BOOST_AUTO_TEST_CASE(records_whose_json_extractor_finds_no_context_id_are_dead_lettered_not_published) {
     relay_world world;
     // No missingContextId: the relay's default (dead-letter) applies.

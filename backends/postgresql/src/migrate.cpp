@@ -2,11 +2,13 @@
 #include "seqinbox/postgresql/migrate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -37,12 +39,21 @@ struct applied_script {
 /// Holds the migration advisory lock for the session's lifetime (or until released).
 class advisory_lock {
 public:
-    advisory_lock(soci::session& session, std::chrono::milliseconds wait) : session_(session) {
-        // lock_timeout also bounds advisory lock waits; a session-level lock survives the
-        // per-script transactions, and a dropped connection releases it.
-        session_ << "SET lock_timeout = " + std::to_string(std::max<std::int64_t>(wait.count(), 1));
-        session_ << "SELECT pg_advisory_lock(:key)", soci::use(migration_lock_key);
-        session_ << "SET lock_timeout = 0";
+    // Polled, each try a statement of its own: a migrator blocked inside pg_advisory_lock would be
+    // a transaction that the holder's CREATE INDEX CONCURRENTLY (V7) waits for, a deadlock.
+    advisory_lock(soci::session& session, std::chrono::milliseconds wait, const std::string& conninfo) : session_(session) {
+        const auto deadline = std::chrono::steady_clock::now() + wait;
+        for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+            int got = 0;
+            session_ << "SELECT CAST(pg_try_advisory_lock(:key) AS integer)", soci::use(migration_lock_key), soci::into(got);
+            if (got == 1) return;
+            if (std::chrono::steady_clock::now() >= deadline)
+                throw error(error_category::retryable,
+                            "taking the schema migration lock on '" + redact_conninfo(conninfo) + "': another migration held it for " +
+                                std::to_string(wait.count()) + " ms (SQLSTATE 55P03); retry",
+                            "55P03");
+            std::this_thread::sleep_for(pause);
+        }
     }
     advisory_lock(const advisory_lock&) = delete;
     advisory_lock& operator=(const advisory_lock&) = delete;
@@ -140,7 +151,7 @@ migrate_report migrate(const std::string& conninfo, const migrate_options& optio
     std::unique_ptr<soci::session> session = detail::connect(conninfo);
     std::string_view doing = "taking the schema migration lock";
     try {
-        const advisory_lock lock(*session, options.lock_wait);
+        const advisory_lock lock(*session, options.lock_wait, conninfo);
         doing = "reading seqinbox_schema_history";
         *session << create_history;
         const auto history = read_history(*session);

@@ -229,6 +229,61 @@ const named_sql& waiting_messages_batch_sql() {
     return s;
 }
 
+namespace {
+
+/// The keyset continuation of a scan by (column, id): rows after ($key, $id).
+std::string after_position(std::string_view column, int key, int id) {
+    return " AND (" + std::string(column) + ", id) > (" + sql_timestamp("$" + std::to_string(key)) + ", $" + std::to_string(id) + ")";
+}
+
+}  // namespace
+
+// By id through the partial index of CLOSED rows (V7). The sequence's window from the list, else
+// the instance's own retention; a CLOSED row without closed_at (not written by seqinbox) counts
+// from its creation.
+const named_sql& closed_instances_sql() {
+    static const named_sql s = named(
+        "closed_instances",
+        "SELECT id FROM sequence_instance WHERE state = 'CLOSED' AND id > $1 AND COALESCE(closed_at, created_at) + COALESCE((SELECT"
+        " CAST(w.seconds AS bigint) * INTERVAL '1 second' FROM unnest(string_to_array($2, ','), string_to_array($3, ',')) AS"
+        " w(name, seconds) WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = sequence_instance.name), retain_until - created_at) <= " +
+            sql_timestamp("$4") + " ORDER BY id LIMIT $5");
+    return s;
+}
+
+// Through the partial index of marked OPEN rows (V7).
+const named_sql& removable_instances_sql() {
+    static const named_sql s = named("removable_instances", "SELECT " + instance_columns_sql() +
+                                                                " FROM sequence_instance WHERE state = 'OPEN' AND remove_after <= " +
+                                                                sql_timestamp("$1") + after_position("remove_after", 2, 3) +
+                                                                " ORDER BY remove_after, id LIMIT $4");
+    return s;
+}
+
+// Through the partial index of unmarked OPEN rows (V7): marked rows leave it, and the position
+// passes over those the previous batches marked or skipped.
+const named_sql& expired_instances_mark_sql() {
+    static const named_sql s = named(
+        "expired_instances_mark",
+        "UPDATE sequence_instance SET remove_after = retain_until + CAST($1 AS bigint) * INTERVAL '1 second'"
+        " WHERE id IN (SELECT id FROM sequence_instance WHERE state = 'OPEN' AND remove_after IS NULL AND retain_until < " +
+            sql_timestamp("$2") + after_position("retain_until", 3, 4) +
+            " ORDER BY retain_until, id LIMIT $5 FOR NO KEY UPDATE SKIP LOCKED) RETURNING " + instance_columns_sql());
+    return s;
+}
+
+const named_sql& instances_lock_for_removal_sql() {
+    static const named_sql s = named("instances_lock_for_removal", "SELECT " + instance_columns_sql() +
+                                                                       " FROM sequence_instance WHERE id = ANY (CAST($1 AS bigint[]))"
+                                                                       " ORDER BY id FOR UPDATE");
+    return s;
+}
+
+const named_sql& instances_delete_sql() {
+    static const named_sql s = named("instances_delete", "DELETE FROM sequence_instance WHERE id = ANY (CAST($1 AS bigint[]))");
+    return s;
+}
+
 const named_sql& waiting_messages_of_instances_sql() {
     static const named_sql s = named("waiting_messages_of_instances",
                                      "SELECT " + waiting_message_columns() +

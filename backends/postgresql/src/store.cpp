@@ -490,14 +490,17 @@ std::vector<message_record> found_rows(const detail::result& r, const claim_key&
     return rows;
 }
 
-/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql().
-sequence_instance instance_row(const detail::result& r, int row = 0, int first = 0) {
+}  // namespace
+
+sequence_instance detail::instance_row(const result& r, int row, int first) {
     const auto at = [&](int column) { return r.number(row, first + column); };
     detail::instance_columns c{at(0), r.text(row, first + 1), r.text(row, first + 2), r.text(row, first + 3), at(4), at(5), 0,
                                r.null(row, first + 6) ? soci::i_null : soci::i_ok};
     if (c.remove_after_null == soci::i_ok) c.remove_after = at(6);
     return to_instance(c);
 }
+
+namespace {
 
 void add_type(types_by_state& types, std::string type, std::string_view state) {
     const bool processed = detail::parse_message_state(state) == message_state::processed;
@@ -536,7 +539,7 @@ claim_result store::transaction::claim(const claim_request& request) {
     }
     if (answers[claim].affected() != 1) return {};
     if (answers[lock].rows() != 1) state.instance_removed(request.instance);  // the claim's key-share lock forbids it
-    claim_result won{true, {instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
+    claim_result won{true, {detail::instance_row(answers[lock]), types_of(answers[types])}, found_rows(answers[rows], key)};
     state.claim_won(key, !won.rows.empty());
     return won;
 }
@@ -603,7 +606,7 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
     const auto& won = answers[claims];
     for (int i = 0; i < won.rows(); ++i) {
         if (won.null(i, 2)) state.instances_removed(requests);  // the claim's key-share lock forbids it
-        const auto instance = instance_row(won, i, 2);
+        const auto instance = detail::instance_row(won, i, 2);
         found.won.emplace(claim_key{won.text(i, 0), won.text(i, 1)}, instance.id);
         found.locks.try_emplace(instance.id, instance_lock{instance, {}});
     }
@@ -655,7 +658,7 @@ instance_lock store::transaction::lock_instance(instance_id instance) {
         types = batch.statement(detail::message_types_sql(), {id});
     });
     if (answers[lock].rows() == 0) state.instance_removed(instance);
-    return {instance_row(answers[lock]), types_of(answers[types])};
+    return {detail::instance_row(answers[lock]), types_of(answers[types])};
 }
 
 types_by_state store::transaction::message_types(instance_id instance) {
@@ -725,15 +728,9 @@ std::vector<std::vector<message_record>> store::transaction::waiting_messages(st
     return found;
 }
 
-std::vector<message_record> store::transaction::waiting_messages_of(std::span<const instance_id> instances) {
-    std::vector<std::string> ids;
-    for (instance_id id : instances) ids.push_back(std::to_string(id));
-    std::size_t rows = 0;
-    const auto answers = checked(impl_).batch("reading waiting messages", [&](detail::pipeline& batch) {
-        rows = batch.statement(detail::waiting_messages_of_instances_sql(), {detail::array_literal(ids)});
-    });
+std::vector<message_record> detail::waiting_rows(const result& r) {
     std::vector<message_record> found;
-    for (int i = 0; i < answers[rows].rows(); ++i) found.push_back(waiting_row(answers[rows], i, answers[rows].number(i, waiting_instance_column)));
+    for (int i = 0; i < r.rows(); ++i) found.push_back(waiting_row(r, i, r.number(i, waiting_instance_column)));
     return found;
 }
 
@@ -907,7 +904,7 @@ std::vector<sequence_instance> store::create_or_get_instances(std::span<const in
             return statements.run().at(0);
         });
         for (int i = 0; i < answer.rows(); ++i) {
-            auto instance = instance_row(answer, i);
+            auto instance = detail::instance_row(answer, i);
             if (answer.number(i, 7) == 1 && skip_flush) pool_->counts().count_unflushed_commit();
             cache.remember(instance);
             instance_key key{instance.sequence, instance.context_id};
@@ -931,6 +928,10 @@ void store::run_autocommitted(std::string_view doing, const connection_work& wor
 }
 
 void store::run_in(transaction& tx, std::string_view doing, const connection_work& work) { checked(tx.impl_).read(doing, work); }
+
+std::vector<detail::result> store::batch_in(transaction& tx, std::string_view doing, const batch_work& queue) {
+    return checked(tx.impl_).batch(doing, queue);
+}
 
 stored_as store::store_message(message_record row) {
     require_storable(row);

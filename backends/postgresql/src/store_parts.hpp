@@ -40,6 +40,12 @@ inline sequence_instance to_instance(const instance_columns& c) {
     return row;
 }
 
+/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql() (store.cpp).
+sequence_instance instance_row(const result& r, int row = 0, int first = 0);
+
+/// The rows of waiting_messages_batch_sql or waiting_messages_of_instances_sql (store.cpp).
+std::vector<message_record> waiting_rows(const result& r);
+
 /// Queues the statements that clear the requests of `read` on `instance` still as read
 /// (actions.cpp): run with the commit of the transaction that executed them.
 void queue_actions_clearing(pipeline& batch, instance_id instance, const pending_actions& read);

@@ -81,6 +81,9 @@ struct store_statistics {
 namespace detail {
 class pool;
 class connection;
+class pipeline;
+class result;
+struct named_sql;
 }  // namespace detail
 
 class store {
@@ -166,9 +169,14 @@ private:
 
     // Operator actions (src/actions.cpp).
     bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
+    /// Sends the statements `queue` adds inside `tx` in one round trip, with BEGIN when it has
+    /// not begun and the writes it deferred; returns their results (store.cpp).
+    using batch_work = std::function<void(detail::pipeline&)>;
+    static std::vector<detail::result> batch_in(transaction& tx, std::string_view doing, const batch_work& queue);
     // Housekeeping (src/housekeeping.cpp).
-    template <class... Values>
-    std::vector<instance_id> instance_ids(std::string_view doing, const std::string& where, std::size_t limit, const Values&... values);
+    /// `sql` with `params` (text, nullopt for NULL) as one autocommitted statement.
+    detail::result autocommitted_statement(std::string_view doing, const detail::named_sql& sql,
+                                           std::vector<std::optional<std::string>> params);
     // Read views (src/views.cpp).
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
 
@@ -204,8 +212,6 @@ public:
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     /// The same for many instances, in the same round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
-    /// Every WAITING message of the instances, whatever its type, by instance then id (housekeeping).
-    std::vector<message_record> waiting_messages_of(std::span<const instance_id> instances);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
