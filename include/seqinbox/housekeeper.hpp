@@ -45,7 +45,7 @@ struct housekeeping_options {
     /// The pace: the share of its time a job spends on batches. After a batch that took t, the
     /// job pauses t * (1 - work_share) / work_share, so that processing, which shares the
     /// database's WAL flushes and CPU, keeps most of them. 1: no pause. In (0, 1].
-    double work_share = 0.5;
+    double work_share = 0.2;
     /// Per sequence, how long CLOSED instances are kept after closing (deduplication_windows_of
     /// gives the declared ones). A sequence not listed, e.g. one no longer declared, keeps them
     /// for the retention its instances were created with.

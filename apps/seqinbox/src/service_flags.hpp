@@ -27,7 +27,7 @@ inline std::string housekeeping_flags_help(std::string_view batch_flag) {
            "  --max-duration D          bound of one housekeeping run, shared by its three jobs: each gets an\n"
            "                            equal share of the time left when it starts; the next run resumes (default 15m)\n"
            "  --work-share PERCENT      pace: the share of its time a job spends on batches, pausing the rest so\n"
-           "                            that processing keeps the database (1 to 100, default 50)\n";
+           "                            that processing keeps the database (1 to 100, default 20)\n";
 }
 
 constexpr std::string_view producer_flags_help =
