@@ -34,13 +34,14 @@
 //     for each job: a delivery run alone (the baseline), then one beside a run_once() at the
 //     default pace (work_share 0.5) on a thread of its own in which only that job is offered work,
 //     until the delivery run ends (the store then offers none: the job ends at its next batch).
-//     The job's backlog is topped up before, so that it lasts beyond the run even at its rate
-//     alone; should it run out all the same, the two runs are repeated with twice the backlog
-//     (beside_delivery_windows_repeated). deliveries_per_s_N is the baselines' median; delivery_ratio_during_<job>_N the
-//     median of the per-run ratios during / the baseline just before (both ran under the same
-//     load); delivery_ratio_during_housekeeping_N the lowest of the three (whichever job runs,
-//     processing keeps at least that share; target >= 0.8 at one thread); <job>_per_s_during_N
-//     the job's rate beside the deliveries (pauses included).
+//     Between the two runs the job's backlog is topped up, so that it lasts beyond the second
+//     even at the job's rate alone; should it run out all the same, both runs are repeated with
+//     twice the backlog (beside_delivery_windows_repeated). deliveries_per_s_N is the baselines'
+//     median; delivery_ratio_during_<job>_N the median of the per-run ratios during / the
+//     baseline just before (both ran under the same load); delivery_ratio_during_housekeeping_N
+//     the lowest of the three (whichever job runs, processing keeps at least that share; target
+//     >= 0.8 at one thread); <job>_per_s_during_N the job's rate beside the deliveries (pauses
+//     included).
 //  3. drain: what is left of the backlog, each job alone as in phase 1.
 //  4. backlog, with --expired-backlog N (default 0: skipped; --quick: 1,000): N expired OPEN
 //     instances preloaded as above, then one run_once() with the default options (15-minute
@@ -48,8 +49,8 @@
 //     backlog_removed, backlog_complete (1: nothing left for the next run; target: 1 for a
 //     million), and per-batch medians as in phase 1 (backlog_marking_batch_ms_*,
 //     backlog_removal_batch_ms_*).
-// --quick: 3,000 closed and 1,000 expired instances, one round, runs of 60 deliveries, for the
-// CTest smoke run.
+// --quick: 3,000 closed and 1,000 expired instances, one round, runs of 60 deliveries (whatever
+// --closed, --expired, --rounds and --seconds say), for the CTest smoke run.
 //
 // Prints one `name value` pair per line, starting with server_fsync and
 // server_synchronous_commit (1 on, 0 off). Exits non-zero when a run is not correct: a delivery
@@ -76,6 +77,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <soci/postgresql/soci-postgresql.h>
@@ -103,6 +105,9 @@ using seqinbox::bench::run_result;
 using seqinbox::bench::tally;
 using seqinbox::housekeeping_job_run;
 using seqinbox::housekeeping_report;
+using seqinbox::instance_id;
+using seqinbox::scan_position;
+using seqinbox::timestamp;
 using seqinbox::test::count;
 
 // ---------------------------------------------------------------------------------------------
@@ -126,13 +131,14 @@ constexpr const char* usage =
 /// Fewer instances than a batch make no full batch to time.
 std::size_t instance_count(std::string_view flag, std::string_view text) {
     const std::size_t n = positive_number(flag, text);
-    if (n < seqinbox::housekeeping_options{}.batch_size) throw std::invalid_argument(std::string(flag) + " needs a batch at least");
+    const std::size_t batch = seqinbox::housekeeping_options{}.batch_size;
+    if (n < batch) throw std::invalid_argument(std::string(flag) + " needs at least one batch: " + std::to_string(batch));
     return n;
 }
 
 options parse_options(int argc, char** argv) {
     options o;
-    o.seconds = 5;
+    o.seconds = 5;  // per delivery run
     bool quick = false;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
@@ -233,22 +239,22 @@ class timed_store : public pg::store {
 public:
     using pg::store::store;
 
-    std::vector<seqinbox::instance_id> closed_instances(seqinbox::timestamp now, std::span<const seqinbox::deduplication_window> windows,
-                                                        std::size_t limit, seqinbox::scan_position& after) {
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const seqinbox::deduplication_window> windows,
+                                              std::size_t limit, scan_position& after) {
         return timed_find(job::closed_cleanup, limit, [&] { return pg::store::closed_instances(now, windows, limit, after); });
     }
 
-    std::vector<seqinbox::sequence_instance> mark_expired(seqinbox::timestamp now, std::chrono::seconds delay, std::size_t limit,
-                                                          seqinbox::scan_position& after) {
+    std::vector<seqinbox::sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit,
+                                                          scan_position& after) {
         return timed_find(job::expiry_marking, limit, [&] { return pg::store::mark_expired(now, delay, limit, after); });
     }
 
-    std::vector<seqinbox::instance_id> removable_instances(seqinbox::timestamp now, std::size_t limit, seqinbox::scan_position& after) {
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after) {
         return timed_find(job::removal, limit, [&] { return pg::store::removable_instances(now, limit, after); });
     }
 
     /// Counted in the batch of the job whose query found `ids`.
-    std::size_t remove_instances(std::span<const seqinbox::instance_id> ids, const seqinbox::forward_waiting& forward) {
+    std::size_t remove_instances(std::span<const instance_id> ids, const seqinbox::forward_waiting& forward) {
         const auto started = clock_type::now();
         const std::size_t removed = pg::store::remove_instances(ids, forward);
         batches_[at(finding_)].back().ms += ms_since(started);
@@ -389,7 +395,6 @@ public:
     }
 
     std::size_t left(job j) const { return left_[at(j)]; }
-    bool done() const { return std::ranges::all_of(left_, [](std::size_t n) { return n == 0; }); }
 
     /// What a run did: marked instances pass from the marking job to the removal job.
     void account(const housekeeping_report& r) {
@@ -411,6 +416,28 @@ private:
     std::size_t waiting_ = 0;  ///< WAITING messages inserted
 };
 
+/// A stored header (the store's text form: hex name '.' hex value) of SQL text expressions.
+std::string header_sql(const std::string& name, const std::string& value) {
+    const auto hex = [](const std::string& text) { return "encode(convert_to(" + text + ", 'UTF8'), 'hex')"; };
+    return hex(name) + " || '.' || " + hex(value);
+}
+
+/// Every tenth instance added (`added`: the condition on i.id) gets a WAITING message with its
+/// record, as a buffered delivery stores it; returns how many.
+std::size_t insert_waiting(soci::session& db, const std::string& added) {
+    const std::string id = "i.context_id || '-late'";
+    soci::statement insert = (db.prepare <<
+        "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at,"
+        " cluster, topic, partition, \"offset\", key, value, record_time, record_headers)"
+        " SELECT i.id, '" + late_type + "', " + id + ", 'WAITING', t, t, 'bench', 'orders', 0, i.id, convert_to(i.context_id, 'UTF8'),"
+        " convert_to('{\"late\":' || i.id || '}', 'UTF8'), t, " + header_sql("'message-type'", "'" + late_type + "'") + " || ',' || " +
+            header_sql("'idempotence-id'", id) +
+            " FROM sequence_instance i CROSS JOIN LATERAL (SELECT i.created_at + interval '5 minutes' AS t) AS stored WHERE " + added +
+            " AND i.id % 10 = 0");
+    insert.execute(true);
+    return static_cast<std::size_t>(insert.get_affected_rows());
+}
+
 void preload::add(job j, std::size_t n) {
     soci::session& db = *db_;
     long long last_before = 0;
@@ -420,32 +447,20 @@ void preload::add(job j, std::size_t n) {
     const std::string prefix = std::string(figure_stems[at(j)]) + std::to_string(++generation_) + "-";
     // Created 30 days ago, one per millisecond; closed 10 minutes after, or still OPEN.
     db << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, remove_after, closed_at)"
-          " SELECT '" + (closed ? closed_sequence : expired_sequence) + "', '" + prefix + "' || g, '" + (closed ? "CLOSED" : "OPEN") +
-              "', t, t + " + retention_sql + ", " + (j == job::removal ? "t + " + retention_sql : "NULL") + ", " +
-              (closed ? "t + interval '10 minutes'" : "NULL") + " FROM generate_series(1, " + std::to_string(n) +
+          " SELECT '" + (closed ? closed_sequence : expired_sequence) + "', '" + prefix + "' || g, '" +
+              (closed ? "CLOSED" : "OPEN") + "', t, t + " + retention_sql + ", " +
+              (j == job::removal ? "t + " + retention_sql : "NULL") + ", " + (closed ? "t + interval '10 minutes'" : "NULL") +
+              " FROM generate_series(1, " + std::to_string(n) +
               ") AS g CROSS JOIN LATERAL (SELECT now() - interval '30 days' + g * interval '1 millisecond' AS t) AS created";
     // 1 to 4 PROCESSED messages each, the first of every instance, then the second...
     db << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)"
           " SELECT i.id, 'HousekeepingStep' || k, i.context_id || '-' || k, 'PROCESSED', i.created_at + k * interval '1 minute',"
-          " i.created_at + k * interval '1 minute' FROM generate_series(1, 4) AS k JOIN sequence_instance i ON " + added +
-              " AND k <= 1 + i.id % 4 ORDER BY k, i.id";
-    if (!closed) {
-        // every tenth a WAITING message with its record, as a buffered delivery stores it
-        soci::statement waiting = (db.prepare <<
-            "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at,"
-            " cluster, topic, partition, \"offset\", key, value, record_time, record_headers)"
-            " SELECT i.id, '" + late_type + "', i.context_id || '-late', 'WAITING', t, t, 'bench', 'orders', 0, i.id,"
-            " convert_to(i.context_id, 'UTF8'), convert_to('{\"late\":' || i.id || '}', 'UTF8'), t,"
-            " encode(convert_to('message-type', 'UTF8'), 'hex') || '.' || encode(convert_to('" + late_type + "', 'UTF8'), 'hex')"
-            " || ',' || encode(convert_to('idempotence-id', 'UTF8'), 'hex') || '.' || encode(convert_to(i.context_id || '-late', 'UTF8'), 'hex')"
-            " FROM sequence_instance i CROSS JOIN LATERAL (SELECT i.created_at + interval '5 minutes' AS t) AS stored"
-            " WHERE " + added + " AND i.id % 10 = 0");
-        waiting.execute(true);
-        waiting_ += static_cast<std::size_t>(waiting.get_affected_rows());
-    }
+          " i.created_at + k * interval '1 minute' FROM generate_series(1, 4) AS k JOIN sequence_instance i ON " +
+              added + " AND k <= 1 + i.id % 4 ORDER BY k, i.id";
+    if (!closed) waiting_ += insert_waiting(db, added);
     db << "INSERT INTO sequential_inbox_idempotence (message_type, idempotence_id, sequence_instance_id, created_at)"
-          " SELECT message_type, idempotence_id, sequence_instance_id, created_at FROM sequenced_message i"
-          " WHERE i.sequence_instance_id > " + std::to_string(last_before);
+          " SELECT message_type, idempotence_id, sequence_instance_id, created_at FROM sequenced_message"
+          " WHERE sequence_instance_id > " + std::to_string(last_before);
     left_[at(j)] += n;
 }
 
@@ -466,8 +481,8 @@ void preload::verify(const seqinbox::memory::error_sink& sink) const {
                      "' AND id % 10 = 0 THEN 1 ELSE 0 END), 0) AS bigint) FROM sequence_instance WHERE name IN ('" + closed_sequence +
                      "', '" + expired_sequence + "')",
                  messages);
-    expect_count(db, "claims of the preloaded messages left", "SELECT count(*) FROM sequential_inbox_idempotence WHERE " + preloaded_types,
-                 messages);
+    expect_count(db, "claims of the preloaded messages left",
+                 "SELECT count(*) FROM sequential_inbox_idempotence WHERE " + preloaded_types, messages);
     const long long waiting_left = count(db, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING' AND " + preloaded_types);
     verify_forwarded(sink.records(), waiting_ - static_cast<std::size_t>(waiting_left));
 }
@@ -585,9 +600,8 @@ window run_window(timed_store& store, seqinbox::memory::error_sink& sink, preloa
         run_result during;
         const housekeeping_report report = beside(store, sink, j, [&] { during = deliver(store, threads, run_name, o, total); });
         data.account(report);
-        if (!store.ran_out(j))
-            return {baseline.deliveries_per_s(), during.deliveries_per_s() / baseline.deliveries_per_s(), rows_per_s(run_of(report, j)),
-                    attempt};
+        const double alone = baseline.deliveries_per_s();
+        if (!store.ran_out(j)) return {alone, during.deliveries_per_s() / alone, rows_per_s(run_of(report, j)), attempt};
         require(attempt < window_attempts, name + ": the job's backlog ran out before the deliveries ended, every time");
         rate *= 2;
     }
