@@ -32,8 +32,8 @@
 //  2. beside_delivery: the one-by-one delivery workload of bench_postgres (inbox_workers.hpp) at
 //     1 and 4 threads, --seconds per run (default 5), --rounds rounds (default 3). In a round,
 //     for each job: a delivery run alone (the baseline), then one beside a run_once() at the
-//     default pace (work_share 0.5) on a thread of its own in which only that job is offered work,
-//     until the delivery run ends (the store then offers none: the job ends at its next batch).
+//     default pace (housekeeping_options' work_share) on a thread of its own in which only that
+//     job is offered work, until the delivery run ends (the store then offers none: the job ends at its next batch).
 //     Between the two runs the job's backlog is topped up, so that it lasts beyond the second
 //     even at the job's rate alone; should it run out all the same, both runs are repeated with
 //     twice the backlog (beside_delivery_windows_repeated). deliveries_per_s_N is the baselines'
