@@ -1,9 +1,9 @@
 // The in-memory store's housekeeping (seqinbox::housekeeping_store) and the cascade of deleting
 // an instance.
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,12 +42,8 @@ store::job_lock store::try_lock_job(const std::string& job) {
 
 namespace {
 
-/// Whether a row sorting by (key, id) comes after `after`, and `after` moved to the last of `ids`.
-template <class Key>
-bool sorts_after(const Key& key, instance_id id, const scan_position& after) {
-    if constexpr (std::is_same_v<Key, instance_id>) return id > after.id;
-    else return std::pair(key, id) > std::pair(after.key, after.id);
-}
+/// Whether a row sorting by (key, id) comes after `after`.
+bool sorts_after(timestamp key, instance_id id, const scan_position& after) { return std::pair(key, id) > std::pair(after.key, after.id); }
 
 }  // namespace
 
@@ -106,9 +102,9 @@ std::size_t store::remove_instances(std::span<const instance_id> ids, const forw
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "instance.remove", [&] { return std::ranges::any_of(ids, [&](instance_id id) { return referenced(id); }); });
     std::vector<instance_id> existing;
-    for (instance_id id : ids)
-        if (instances_.contains(id) && std::ranges::find(existing, id) == existing.end()) existing.push_back(id);
+    std::ranges::copy_if(ids, std::back_inserter(existing), [&](instance_id id) { return instances_.contains(id); });
     std::ranges::sort(existing);
+    existing.erase(std::ranges::unique(existing).begin(), existing.end());
     // Under the store's mutex: no writer can slip in before the deletes; a throw keeps them all.
     for (instance_id id : existing) {
         const auto& instance = instances_.at(id);

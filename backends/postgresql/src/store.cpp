@@ -719,8 +719,7 @@ std::vector<std::vector<message_record>> store::transaction::waiting_messages(st
         rows = batch.statement(detail::waiting_messages_batch_sql(), {detail::array_literal(instances), detail::array_literal(types)});
     });
     std::vector<std::vector<message_record>> found(queries.size());
-    for (int i = 0; i < answers[rows].rows(); ++i) {
-        const message_record row = waiting_row(answers[rows], i, answers[rows].number(i, waiting_instance_column));
+    for (const message_record& row : detail::waiting_rows(answers[rows])) {
         for (std::size_t k = 0; k < queries.size(); ++k)
             if (queries[k].instance == row.instance && std::ranges::find(queries[k].types, row.type) != queries[k].types.end())
                 found[k].push_back(row);
