@@ -41,6 +41,7 @@
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/detail/read_ahead.hpp"
 #include "seqinbox/detail/release_plan.hpp"
+#include "seqinbox/detail/replay_order.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
@@ -879,40 +880,77 @@ private:
         }
         const pending_actions actions = t1.pending_actions(id);
         scope s{t1};
-        if (locked.row.state == instance_state::open) execute(s, locked, actions);
+        const std::size_t executed = execute(s, locked, actions);
         t1.clear_actions(id, actions);  // only these: a message request made meanwhile runs next time
         t1.commit();
-        return actions.on_messages.size() + (actions.on_instance ? 1 : 0);
+        return executed;
     }
 
-    void execute(scope& s, const locked_instance& locked, const pending_actions& actions) {
-        transaction& t1 = s.t1;
+    /// Runs the requests read; returns how many ran. Message actions run whatever the instance's
+    /// state, before a CLOSE requested with them; only an OPEN instance is healed or closed.
+    std::size_t execute(scope& s, const locked_instance& locked, const pending_actions& actions) {
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
             log(log_level::warn, [&] {
                 return "pending actions on instance " + std::to_string(instance.id) + " of undeclared sequence " + detail::loggable(instance.sequence);
             });
-            return;
+            return 0;
         }
-        if (actions.on_instance && actions.on_instance->action == instance_action::close) {
-            close(t1, instance.id, instance.context_id);
-            return;
+        const auto requested = [&](instance_action a) { return actions.on_instance && actions.on_instance->action == a; };
+        const bool open = instance.state == instance_state::open;
+        const bool consume_all = requested(instance_action::consume_all);
+        const bool closing = requested(instance_action::close) && open;
+        std::size_t executed = consume_all || closing ? 1 : 0;
+        for (const auto& row : action_rows(s.t1, locked, actions, consume_all)) {
+            const auto own = own_request(row.id, actions);
+            if (run_action(s, row, own.value_or(message_action::consume), instance) && own) ++executed;
         }
-        delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
-        for (auto& row : t1.waiting_messages(instance.id, locked.waiting)) {
-            const auto action = action_on(row.id, actions);
-            if (action == message_action::expire) expire(s, row, instance.context_id);
-            else if (action == message_action::consume) replay(s, row, {}, instance.context_id);
+        if (closing) {
+            close(s.t1, instance.id, instance.context_id);
+        } else if (open) {
+            delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
+            heal(s, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
         }
-        heal(s, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
+        return executed;
     }
 
-    static std::optional<message_action> action_on(message_id id, const pending_actions& actions) {
-        if (actions.on_instance && actions.on_instance->action == instance_action::consume_all) return message_action::consume;
+    /// The rows the actions run on, in the conditions' order: those of message requests still
+    /// WAITING or FAILED with a record, and under CONSUME_ALL every WAITING row.
+    std::vector<message_record> action_rows(transaction& t1, const locked_instance& locked, const pending_actions& actions, bool consume_all) {
+        std::vector<message_id> ids;
+        for (const auto& request : actions.on_messages) ids.push_back(request.message);
+        std::vector<message_record> rows = t1.action_targets(locked.row.id, ids);
+        if (consume_all)
+            for (auto& row : t1.waiting_messages(locked.row.id, locked.waiting))
+                if (!std::ranges::any_of(rows, [&](const message_record& r) { return r.id == row.id; })) rows.push_back(std::move(row));
+        return detail::in_replay_order(std::move(rows), [&](const std::string& type) {
+            const entry* e = catalog_.find(type);
+            return e == nullptr ? nullptr : &e->dependents;
+        });
+    }
+
+    static std::optional<message_action> own_request(message_id id, const pending_actions& actions) {
         for (const auto& request : actions.on_messages)
             if (request.message == id) return request.action;
         return std::nullopt;
+    }
+
+    /// One action on a row action_rows read. A FAILED row's claim was deleted so that a resend
+    /// could retry: the action claims the key again first (so that a resend is a duplicate once
+    /// it ran), and leaves the row to a resend that claimed it meanwhile (false: it did not run).
+    bool run_action(scope& s, const message_record& row, message_action action, const sequence_instance& instance) {
+        const bool failed = row.state == message_state::failed;
+        if (failed && !Claim::acquire(s.t1, claim_request{row.key(), instance.id, clock_.now()}).won) {
+            log(log_level::info, [&] {
+                return "operator " + std::string(to_string(action)) + " of FAILED " + detail::loggable_message(row.type, row.idempotence_id) +
+                       " left to a redelivery that claimed it meanwhile";
+            });
+            return false;
+        }
+        if (action == message_action::expire) expire(s, row, instance.context_id);
+        else if (!replay(s, row, {}, instance.context_id) && failed) forget(s, s.t1, row.key());  // the claim it just took
+        return true;
     }
 
     /// EXPIRE: PROCESSED without replay.

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,15 @@
 #include "seqinbox/propagation/required.hpp"
 #include "seqinbox/propagation/requires_new.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
+
+namespace seqinbox {
+
+/// So that BOOST_TEST prints the outcomes it compares.
+inline std::ostream& operator<<(std::ostream& out, request_outcome o) { return out << to_string(o); }
+
+}  // namespace seqinbox
 
 namespace seqinbox::conformance {
 

@@ -1047,7 +1047,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(consume_replays_a_waiting_message_whatever_its_con
     Backend b;
     harness<Backend> h(b);
     buffer_three(h);
-    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, b.clock.now())));
     BOOST_TEST(h.log.size() == 0u);  // pending until the job runs
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
     expect_calls(h.log, {"OrderValidated/v1 (replayed)"});
@@ -1064,7 +1064,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(expire_marks_processed_unreplayed_and_releases_wha
     harness<Backend> h(b);
     buffer_three(h);
     for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}})
-        BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, type, id), si::message_action::expire, b.clock.now()));
+        BOOST_TEST(seqinbox::accepted(b.store.request_message_action(conf::message_id_of(b, type, id), si::message_action::expire, b.clock.now())));
     BOOST_TEST(h.inbox->run_pending_actions() == 2u);
     expect_calls(h.log, {"OrderShipped/s1 (replayed)"});  // its predecessors were expired, not replayed
     for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderShipped", "s1"}})
@@ -1077,10 +1077,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(consume_all_replays_every_waiting_message_then_clo
     harness<Backend> h(b);
     buffer_three(h);
     expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::buffered);
-    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::consume_all, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::consume_all, b.clock.now())));
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
-    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderShipped/s1 (replayed)",
-                         "OrderExpedited/e1 (replayed)"});
+    // Shipped's condition names Expedited: e1 before s1, although s1 arrived first.
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderExpedited/e1 (replayed)",
+                         "OrderShipped/s1 (replayed)"});
     BOOST_TEST(conf::instance_state_of(b, "o1") == "OPEN");  // OrderCreated is still missing
     expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
     BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
@@ -1091,19 +1092,202 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(close_closes_without_replay_and_requests_need_a_li
     harness<Backend> h(b);
     buffer_three(h);
     const auto instance = conf::instance_id_of(b, "o1");
-    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now())));
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
     BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
     BOOST_TEST(h.log.size() == 0u);
     expect_rows(b, "OrderValidated", "v1", {"WAITING"});
 
-    BOOST_TEST(!b.store.request_instance_action(instance, si::instance_action::consume_all, b.clock.now()));  // closed
-    BOOST_TEST(!b.store.request_instance_action(instance + 1000, si::instance_action::close, b.clock.now()));
+    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::consume_all, b.clock.now()) == si::request_outcome::wrong_state);
+    BOOST_TEST(b.store.request_instance_action(instance + 1000, si::instance_action::close, b.clock.now()) == si::request_outcome::not_found);
     expect_outcome(h.deliver("OrderCreated", "c2", "o2"), outcome::processed);
-    BOOST_TEST(!b.store.request_message_action(conf::message_id_of(b, "OrderCreated", "c2"), si::message_action::consume,
-                                               b.clock.now()));  // PROCESSED, not WAITING
-    BOOST_TEST(!b.store.request_message_action(999'999, si::message_action::expire, b.clock.now()));
+    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderCreated", "c2"), si::message_action::consume, b.clock.now()) ==
+               si::request_outcome::wrong_state);  // PROCESSED
+    BOOST_TEST(b.store.request_message_action(999'999, si::message_action::expire, b.clock.now()) == si::request_outcome::not_found);
     BOOST_TEST(h.inbox->run_pending_actions() == 0u);
+}
+
+/// v1 of o1 buffered, then FAILED on its release (its listener threw once), its record kept.
+template <class H, class B>
+si::message_id failed_release_of_v1(H& h, B& b) {
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::processed);
+    expect_rows(b, "OrderValidated", "v1", {"FAILED"});
+    BOOST_TEST_REQUIRE(!b.has_claim({"OrderValidated", "v1"}));
+    return conf::message_id_of(b, "OrderValidated", "v1");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(consume_replays_a_failed_message_from_its_record_and_a_resend_is_then_a_duplicate, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderValidated", 1, true));
+    const auto v1 = failed_release_of_v1(h, b);
+    BOOST_TEST(b.store.request_message_action(v1, si::message_action::consume, b.clock.now()) == si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    BOOST_TEST(b.has_claim({"OrderValidated", "v1"}));  // claimed again: a resend is a duplicate
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+    BOOST_TEST(h.log.count("OrderValidated", "v1") == 1u);
+    BOOST_TEST(b.error_sink.size() == 1u);  // the release failure only
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_consume_of_a_failed_message_that_fails_again_leaves_it_retryable, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderValidated", 2, true));
+    const auto v1 = failed_release_of_v1(h, b);
+    BOOST_TEST(b.store.request_message_action(v1, si::message_action::consume, b.clock.now()) == si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);  // it ran, and failed
+    expect_rows(b, "OrderValidated", "v1", {"FAILED"});
+    BOOST_TEST(!b.has_claim({"OrderValidated", "v1"}));  // the claim it took is gone with the failure
+    BOOST_TEST(b.error_sink.size() == 2u);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);  // a resend retries
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(expire_of_a_failed_message_lets_its_successors_run, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderValidated", 1, true));
+    const auto v1 = failed_release_of_v1(h, b);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::processed);
+    expect_outcome(h.deliver("OrderShipped", "s1", "o1"), outcome::buffered);  // needs Validated
+    BOOST_TEST(b.store.request_message_action(v1, si::message_action::expire, b.clock.now()) == si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    expect_rows(b, "OrderShipped", "s1", {"PROCESSED"});
+    expect_calls(h.log, {"OrderCreated/c1", "OrderPrepared/p1", "OrderShipped/s1 (replayed)"});
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::duplicate);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_direct_failure_has_no_record_to_act_on, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, fail_first("OrderCreated"));
+    expect_outcome(h.deliver("OrderCreated", "c1", "o1"), outcome::failed);
+    expect_rows(b, "OrderCreated", "c1", {"FAILED"});
+    const auto c1 = conf::message_id_of(b, "OrderCreated", "c1");
+    BOOST_TEST(b.store.request_message_action(c1, si::message_action::consume, b.clock.now()) == si::request_outcome::no_record);
+    BOOST_TEST(b.store.request_message_action(c1, si::message_action::expire, b.clock.now()) == si::request_outcome::no_record);
+    BOOST_TEST(h.inbox->run_pending_actions() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(message_actions_run_in_a_closed_instance_and_only_what_ran_counts, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    conf::buffer_three(h);
+    const auto o1 = conf::instance_id_of(b, "o1");
+    BOOST_TEST(b.store.request_instance_action(o1, si::instance_action::close, b.clock.now()) == si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+
+    const auto v1 = conf::message_id_of(b, "OrderValidated", "v1");
+    BOOST_TEST(b.store.request_message_action(v1, si::message_action::consume, b.clock.now()) == si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)"});
+    expect_rows(b, "OrderValidated", "v1", {"PROCESSED"});
+    expect_rows(b, "OrderShipped", "s1", {"WAITING"});  // a CLOSED instance releases nothing by itself
+    BOOST_TEST(conf::instance_state_of(b, "o1") == "CLOSED");
+
+    // CONSUME and CLOSE together: the CONSUME runs first, both count.
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v2"}, {"OrderPrepared", "p2"}})
+        expect_outcome(h.deliver(type, id, "o2"), outcome::buffered);
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o2"), si::instance_action::close, b.clock.now()) ==
+               si::request_outcome::accepted);
+    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderPrepared", "p2"), si::message_action::consume, b.clock.now()) ==
+               si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 2u);
+    expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderPrepared/p2 (replayed)"});
+    BOOST_TEST(conf::instance_state_of(b, "o2") == "CLOSED");
+    expect_rows(b, "OrderValidated", "v2", {"WAITING"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(consume_all_replays_in_the_conditions_order_not_in_arrival_order, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    for (const auto& [type, id] : {std::pair{"OrderShipped", "s1"}, {"OrderPrepared", "p1"}, {"OrderValidated", "v1"}})
+        expect_outcome(h.deliver(type, id, "o1"), outcome::buffered);
+    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::consume_all, b.clock.now()) ==
+               si::request_outcome::accepted);
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    // Shipped names Validated and Prepared: it comes last; Prepared arrived before Validated.
+    expect_calls(h.log, {"OrderPrepared/p1 (replayed)", "OrderValidated/v1 (replayed)", "OrderShipped/s1 (replayed)"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(messages_and_instances_are_found_by_key_and_by_id, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    conf::buffer_three(h);
+    const auto o1 = conf::instance_id_of(b, "o1");
+    const auto v1 = conf::message_id_of(b, "OrderValidated", "v1");
+
+    const auto by_id = b.store.find_message(v1);
+    BOOST_TEST_REQUIRE(by_id.has_value());
+    BOOST_TEST(by_id->message.type == "OrderValidated");
+    BOOST_TEST(by_id->message.idempotence_id == "v1");
+    BOOST_TEST((by_id->message.state == si::message_state::waiting));
+    BOOST_TEST(!by_id->message.payload.has_value());
+    BOOST_TEST(by_id->instance.id == o1);
+    BOOST_TEST(by_id->instance.context_id == "o1");
+    BOOST_TEST(!by_id->pending.has_value());
+
+    BOOST_TEST(si::request_message_action(b.store, si::claim_key{"OrderValidated", "v1"}, si::message_action::expire, b.clock.now()) ==
+               si::request_outcome::accepted);
+    const auto by_key = b.store.find_message(si::claim_key{"OrderValidated", "v1"});
+    BOOST_TEST_REQUIRE(by_key.has_value());
+    BOOST_TEST(by_key->message.id == v1);
+    BOOST_TEST_REQUIRE(by_key->pending.has_value());
+    BOOST_TEST((by_key->pending->action == si::message_action::expire));
+
+    BOOST_TEST(!b.store.find_message(si::claim_key{"OrderValidated", "nope"}).has_value());
+    BOOST_TEST(!b.store.find_message(si::message_id{999'999}).has_value());
+    BOOST_TEST(si::request_message_action(b.store, si::claim_key{"OrderValidated", "nope"}, si::message_action::consume, b.clock.now()) ==
+               si::request_outcome::not_found);
+
+    const auto view = b.store.view_instance(o1);
+    BOOST_TEST_REQUIRE(view.has_value());
+    BOOST_TEST(view->instance.context_id == "o1");
+    BOOST_TEST(view->messages.size() == 3u);
+    BOOST_TEST(view->actions.on_messages.size() == 1u);
+    BOOST_TEST(!b.store.view_instance(o1 + 1000).has_value());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(waiting_longest_lists_instances_by_their_oldest_waiting_message, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    const auto start = b.clock.now();
+    expect_outcome(h.deliver("OrderShipped", "s2", "o2"), outcome::buffered);
+    b.clock.advance(std::chrono::minutes(1));
+    conf::buffer_three(h);  // o1: three WAITING, the oldest a minute younger than o2's
+    expect_outcome(h.deliver("OrderCreated", "c3", "o3"), outcome::processed);  // nothing waits
+    const auto rows = b.store.waiting_longest(10);
+    BOOST_TEST_REQUIRE(rows.size() == 2u);
+    BOOST_TEST(rows[0].instance.context_id == "o2");
+    BOOST_TEST(rows[0].waiting == 1u);
+    BOOST_TEST((rows[0].oldest_waiting_since == start));
+    BOOST_TEST(rows[1].instance.context_id == "o1");
+    BOOST_TEST(rows[1].waiting == 3u);
+    BOOST_TEST(b.store.waiting_longest(1).size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(expired_instances_come_in_pages, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    for (int i = 0; i < 5; ++i) {
+        expect_outcome(h.deliver("OrderShipped", "s" + std::to_string(i), "o" + std::to_string(i)), outcome::buffered);
+        if (i % 2 == 0) b.clock.advance(std::chrono::seconds(1));  // two pairs share a retention instant
+    }
+    b.clock.advance(std::chrono::hours(25));
+    std::vector<std::string> seen;
+    si::scan_position after;
+    for (int page = 0; page < 4; ++page) {
+        const auto rows = b.store.expired_instances(b.clock.now(), 2, after);
+        BOOST_TEST(rows.size() <= 2u);
+        if (rows.empty()) break;
+        for (const auto& row : rows) seen.push_back(row.context_id);
+        after = si::position_after(rows.back());
+    }
+    BOOST_TEST(seen == (conf::strings{"o0", "o1", "o2", "o3", "o4"}), boost::test_tools::per_element());
+    const auto expiring = b.store.expiring_instances(b.clock.now() - std::chrono::hours(2), 0.5, 10, si::scan_position{});
+    BOOST_TEST(expiring.size() == 5u);
+    BOOST_TEST(b.store.expiring_instances(b.clock.now() - std::chrono::hours(2), 0.5, 10, si::position_after(expiring[2])).size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(requests_made_after_the_job_read_them_stay_pending_for_the_next_run, Backend, backends) {
@@ -1116,16 +1300,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(requests_made_after_the_job_read_them_stay_pending
     harness<Backend> h(b, [&](const conf::message&, const auto& ctx) {
         if (ctx.idempotence_id != "v1" || std::exchange(requested, true)) return;
         b.clock.advance(std::chrono::seconds(1));
-        BOOST_TEST(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now()));  // newer
-        BOOST_TEST(b.store.request_message_action(ids["p1"], si::message_action::consume, b.clock.now()));  // replaced
-        BOOST_TEST(b.store.request_message_action(ids["e1"], si::message_action::expire, b.clock.now()));   // new
+        BOOST_TEST(seqinbox::accepted(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now())));  // newer
+        BOOST_TEST(seqinbox::accepted(b.store.request_message_action(ids["p1"], si::message_action::consume, b.clock.now())));  // replaced
+        BOOST_TEST(seqinbox::accepted(b.store.request_message_action(ids["e1"], si::message_action::expire, b.clock.now())));   // new
     });
     conf::buffer_three(h);
     expect_outcome(h.deliver("OrderExpedited", "e1", "o1"), outcome::buffered);
     for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderExpedited", "e1"}})
         ids[id] = conf::message_id_of(b, type, id);
-    BOOST_TEST(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now()));
-    BOOST_TEST(b.store.request_message_action(ids["p1"], si::message_action::expire, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(ids["v1"], si::message_action::consume, b.clock.now())));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(ids["p1"], si::message_action::expire, b.clock.now())));
 
     BOOST_TEST(h.inbox->run_pending_actions(10, 1) == 2u);  // one page: what it read
     expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderShipped/s1 (replayed)"});  // p1 expired as read
@@ -1133,7 +1317,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(requests_made_after_the_job_read_them_stay_pending
     BOOST_TEST(conf::pending_message_requests(b, "o1") == (conf::strings{"v1 CONSUME", "p1 CONSUME", "e1 EXPIRE"}),
                boost::test_tools::per_element());
 
-    BOOST_TEST(h.inbox->run_pending_actions(10, 1) == 3u);  // e1 expired; v1 and p1 are no longer WAITING
+    BOOST_TEST(h.inbox->run_pending_actions(10, 1) == 1u);  // e1 expired; v1 and p1 are no longer WAITING: not run
     expect_calls(h.log, {"OrderValidated/v1 (replayed)", "OrderShipped/s1 (replayed)"});
     expect_rows(b, "OrderExpedited", "e1", {"PROCESSED"});
     BOOST_TEST(h.inbox->run_pending_actions() == 0u);
@@ -1152,16 +1336,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(clearing_removes_exactly_the_requests_read, Backen
             if (!b.messages_with_key({type, idempotence_id}).empty()) return conf::message_id_of(b, type, idempotence_id);
         throw std::logic_error("no message " + idempotence_id);
     };
-    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));
-    BOOST_TEST(b.store.request_message_action(id("v1"), si::message_action::consume, b.clock.now()));
-    BOOST_TEST(b.store.request_message_action(id("p1"), si::message_action::expire, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now())));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(id("v1"), si::message_action::consume, b.clock.now())));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(id("p1"), si::message_action::expire, b.clock.now())));
 
     auto tx = b.store.begin();
     const si::pending_actions read = tx.pending_actions(instance);
     b.clock.advance(std::chrono::seconds(1));
-    BOOST_TEST(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now()));  // later
-    BOOST_TEST(b.store.request_message_action(id("p1"), si::message_action::consume, b.clock.now()));  // replaced
-    BOOST_TEST(b.store.request_message_action(id("s1"), si::message_action::expire, b.clock.now()));   // new
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(instance, si::instance_action::close, b.clock.now())));  // later
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(id("p1"), si::message_action::consume, b.clock.now())));  // replaced
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(id("s1"), si::message_action::expire, b.clock.now())));   // new
     tx.clear_actions(instance, read);
     tx.commit();
 
@@ -1258,7 +1442,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_operator_close_starts_the_deduplication_window,
     harness<Backend> h(b);
     expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
     b.clock.advance(3h);
-    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now())));
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
     conf::housekeeper_of<Backend> housekeeper(b.store, b.error_sink, {}, b.clock);
 
@@ -1340,7 +1524,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_state_change_of_a_message_removed_meanwhile_chan
     harness<Backend> h(b);
     expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
     const auto id = conf::message_id_of(b, "OrderValidated", "v1");
-    BOOST_TEST(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now()));
+    BOOST_TEST(seqinbox::accepted(b.store.request_instance_action(conf::instance_id_of(b, "o1"), si::instance_action::close, b.clock.now())));
     BOOST_TEST(h.inbox->run_pending_actions() == 1u);
     auto step = b.store.begin();
     si::housekeeping_options no_window;
@@ -1559,7 +1743,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(read_views_count_list_and_show, Backend, backends)
     BOOST_TEST((retention(start + 18h) == std::pair<std::size_t, std::size_t>(1, 0)));
     BOOST_TEST((retention(start + 24h + 1s) == std::pair<std::size_t, std::size_t>(0, 1)));
 
-    BOOST_TEST(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, start));
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, start)));
     const auto view = b.store.view_instance(conf::order_sequence, "o1");
     BOOST_TEST_REQUIRE(view.has_value());
     BOOST_TEST(view->instance.context_id == "o1");

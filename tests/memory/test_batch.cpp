@@ -162,8 +162,8 @@ BOOST_AUTO_TEST_CASE(a_resent_failed_message_buffered_in_a_batch_is_released_by_
     for (const auto& r : {record("OrderShipped", "s1", "o1"), record("OrderCreated", "c1", "o1"), record("OrderPrepared", "p1", "o1")})
         w.inbox->deliver(r);
     w.failing[{"OrderShipped", "s1"}] = 1;
-    BOOST_TEST_REQUIRE(w.store.request_instance_action(w.store.find_instance("OrderSequence", "o1")->id, instance_action::consume_all,
-                                                       timestamp{}));
+    BOOST_TEST_REQUIRE(seqinbox::accepted(w.store.request_instance_action(w.store.find_instance("OrderSequence", "o1")->id, instance_action::consume_all,
+                                                       timestamp{})));
     w.inbox->run_pending_actions();
     BOOST_TEST_REQUIRE(rows_of(w.store).contains({"OrderShipped", "s1", message_state::failed}));
     auto results = w.batch({record("OrderShipped", "s1", "o1"), record("OrderValidated", "v1", "o1")});
@@ -218,9 +218,9 @@ void act_alike(World& a, World& b, Pick& pick) {
         if (kind < 2 && !waiting.empty()) {
             for (const auto& m : w->store.messages())
                 if (m.key() == waiting[which].key() && m.state == message_state::waiting)
-                    w->store.request_message_action(m.id, kind == 0 ? message_action::consume : message_action::expire, timestamp{});
+                    seqinbox::accepted(w->store.request_message_action(m.id, kind == 0 ? message_action::consume : message_action::expire, timestamp{}));
         } else if (auto i = w->store.find_instance("OrderSequence", context)) {
-            w->store.request_instance_action(i->id, kind == 2 ? instance_action::consume_all : instance_action::close, timestamp{});
+            seqinbox::accepted(w->store.request_instance_action(i->id, kind == 2 ? instance_action::consume_all : instance_action::close, timestamp{}));
         }
         w->inbox->run_pending_actions();
     }

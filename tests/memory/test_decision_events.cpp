@@ -115,7 +115,7 @@ struct world {
     /// An operator expires the WAITING message `id`; the pending-action run carries it out.
     void expire(const std::string& id) {
         for (const auto& row : store.messages())
-            if (row.idempotence_id == id) BOOST_TEST_REQUIRE(store.request_message_action(row.id, message_action::expire, clock.now()));
+            if (row.idempotence_id == id) BOOST_TEST_REQUIRE(seqinbox::accepted(store.request_message_action(row.id, message_action::expire, clock.now())));
         BOOST_TEST_REQUIRE(inbox.run_pending_actions() == 1u);
     }
 };

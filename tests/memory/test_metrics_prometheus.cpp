@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(operations_gauges_pending_actions_and_housekeeping_are_expo
     BOOST_TEST(e.type.at("seqinbox_waiting_messages") == "gauge");
 
     const auto s1 = w.store.messages_with_key({"OrderShipped", "s1"}).at(0).id;
-    BOOST_TEST(w.store.request_message_action(s1, message_action::expire, w.clock.now()));
+    BOOST_TEST(seqinbox::accepted(w.store.request_message_action(s1, message_action::expire, w.clock.now())));
     BOOST_TEST(w.inbox.run_pending_actions() == 1u);
     w.clock.advance(19h);  // past 0.75 of the 24 h retention
     e = gauges();

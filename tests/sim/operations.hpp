@@ -51,9 +51,9 @@ struct action_request {
         return std::visit(
             [&](const auto& w) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(w.second)>, message_action>)
-                    return store.request_message_action(w.first, w.second, now);
+                    return seqinbox::accepted(store.request_message_action(w.first, w.second, now));
                 else
-                    return store.request_instance_action(w.first, w.second, now);
+                    return seqinbox::accepted(store.request_instance_action(w.first, w.second, now));
             },
             what);
     }

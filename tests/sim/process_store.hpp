@@ -94,8 +94,8 @@ public:
     stored_as store_message(message_record row) { return shared_->store_message(std::move(row)); }
     stored_as store_message_beside(transaction& claim, message_record row) { return shared_->store_message_beside(claim, std::move(row)); }
 
-    bool request_message_action(message_id id, message_action action, timestamp now) { return shared_->request_message_action(id, action, now); }
-    bool request_instance_action(instance_id id, instance_action action, timestamp now) { return shared_->request_instance_action(id, action, now); }
+    request_outcome request_message_action(message_id id, message_action action, timestamp now) { return shared_->request_message_action(id, action, now); }
+    request_outcome request_instance_action(instance_id id, instance_action action, timestamp now) { return shared_->request_instance_action(id, action, now); }
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const { return shared_->instances_with_pending_actions(limit); }
 
 private:

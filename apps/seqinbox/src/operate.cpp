@@ -35,7 +35,8 @@ struct invocation {
 
 /// Parses the common options; `extra(reader)` may take subcommand options and returns whether it did.
 std::optional<invocation> parse(std::span<const std::string_view> args, std::string_view command, std::string_view usage,
-                                std::size_t positional, const std::function<bool(option_reader&)>& extra = {}) {
+                                std::size_t positional, const std::function<bool(option_reader&)>& extra = {},
+                                bool positional_optional = false) {
     invocation call;
     for (option_reader r(args, command); r.next();) {
         if (r.flag("--help") || r.flag("-h")) {
@@ -50,7 +51,7 @@ std::optional<invocation> parse(std::span<const std::string_view> args, std::str
     }
     const std::string name(command);
     require_option(command, call.conninfo.has_value(), "--postgres");
-    if (call.positional.size() < positional) throw usage_error("seqinbox " + name + ": missing argument; see seqinbox " + name + " --help");
+    if (!positional_optional && call.positional.size() < positional) throw usage_error("seqinbox " + name + ": missing argument; see seqinbox " + name + " --help");
     return call;
 }
 
@@ -100,26 +101,32 @@ void print_instances(const std::vector<sequence_instance>& rows, bool json) {
     std::cout << rows.size() << (rows.size() == 1 ? " instance\n" : " instances\n");
 }
 
-/// The action subcommands share everything but the request they write.
-int request_command(std::span<const std::string_view> args, std::string_view command, std::string_view target,
-                    const std::function<bool(postgresql::store&, std::int64_t)>& request) {
-    const std::string usage = "usage: seqinbox " + std::string(command) + " " + std::string(target) +
-                              "_ID --postgres CONNINFO\n\nWrites a pending action; the service's pending-action job executes it\n"
-                              "under the instance lock, then runs a release pass and closes the instance when complete.\n\n" +
-                              std::string(connection_help.substr(0, connection_help.find("  --json"))) + std::string(exit_help);
-    const auto call = parse(args, command, usage, 1);
-    if (!call) return exit_ok;
-    const auto id = id_argument(command, call->positional[0]);
-    return with_store(command, *call, [&](postgresql::store& store) {
-        if (!request(store, id)) {
-            std::cerr << "seqinbox " << command << ": no " << (target == "MESSAGE" ? "WAITING message" : "OPEN instance") << " with id "
-                      << id << '\n';
-            return int(exit_check_failed);
-        }
-        std::cout << "requested " << command << " on " << (target == "MESSAGE" ? "message " : "instance ") << id
-                  << "; the pending-action job executes it\n";
-        return int(exit_ok);
-    });
+/// The reason a refused request gives; `target` names what was asked for.
+std::string refusal_text(request_outcome outcome, const std::string& target) {
+    switch (outcome) {
+    case request_outcome::not_found: return "no " + target;
+    case request_outcome::wrong_state: return target + " is not in a state the action takes (a message must be WAITING or FAILED, an instance OPEN)";
+    case request_outcome::no_record:
+        return target + " FAILED on its first delivery and holds no record to replay; resend it (seqinbox redrive) instead";
+    case request_outcome::accepted: break;
+    }
+    return target + ": " + std::string(to_string(outcome));
+}
+
+/// Prints what a request found; the exit status.
+int report_request(std::string_view command, request_outcome outcome, const std::string& target) {
+    if (!accepted(outcome)) {
+        std::cerr << "seqinbox " << command << ": " << refusal_text(outcome, target) << '\n';
+        return exit_check_failed;
+    }
+    std::cout << "requested " << command << " on " << target << "; the pending-action job executes it\n";
+    return exit_ok;
+}
+
+std::string request_usage(std::string_view command, std::string_view target, std::string_view by_key) {
+    return "usage: seqinbox " + std::string(command) + " " + std::string(target) + " --postgres CONNINFO\n\nWrites a pending action; the service's pending-action job executes it\n"
+           "under the instance lock, then runs a release pass and closes the instance when complete.\n\n" +
+           std::string(connection_help.substr(0, connection_help.find("  --json"))) + std::string(by_key) + std::string(exit_help);
 }
 
 }  // namespace
@@ -225,15 +232,40 @@ int show_command(std::span<const std::string_view> args) {
 
 namespace {
 
+/// CONSUME or EXPIRE of one message, named by id or by key (qualified type and idempotence id).
 int message_request(std::span<const std::string_view> args, std::string_view command, message_action action) {
-    return request_command(args, command, "MESSAGE", [action](postgresql::store& s, std::int64_t id) {
-        return s.request_message_action(id, action, std::chrono::system_clock::now());
+    const std::string usage = request_usage(command, "(MESSAGE_ID | --type TYPE --idempotence-id ID)",
+                                            "  --type TYPE          the message's qualified type (with --idempotence-id: by key)\n"
+                                            "  --idempotence-id ID  the message's idempotence id\n");
+    std::optional<std::string> type, idempotence_id;
+    const auto call = parse(args, command, usage, 1, [&](option_reader& r) {
+        if (auto v = r.value("--type")) type = std::string(*v);
+        else if (auto i = r.value("--idempotence-id")) idempotence_id = std::string(*i);
+        else return false;
+        return true;
+    }, true);
+    if (!call) return exit_ok;
+    const bool by_key = type || idempotence_id;
+    const std::string name(command);
+    if (by_key && !(type && idempotence_id)) throw usage_error("seqinbox " + name + ": give both --type and --idempotence-id");
+    if (by_key == !call->positional.empty()) throw usage_error("seqinbox " + name + ": give a MESSAGE_ID or --type and --idempotence-id, not both");
+    return with_store(command, *call, [&](postgresql::store& store) {
+        const auto now = std::chrono::system_clock::now();
+        if (by_key)
+            return report_request(command, request_message_action(store, claim_key{*type, *idempotence_id}, action, now),
+                                  "message " + *type + "/" + *idempotence_id);
+        const auto id = id_argument(command, call->positional[0]);
+        return report_request(command, store.request_message_action(id, action, now), "message " + std::to_string(id));
     });
 }
 
 int instance_request(std::span<const std::string_view> args, std::string_view command, instance_action action) {
-    return request_command(args, command, "INSTANCE", [action](postgresql::store& s, std::int64_t id) {
-        return s.request_instance_action(id, action, std::chrono::system_clock::now());
+    const auto call = parse(args, command, request_usage(command, "INSTANCE_ID", ""), 1);
+    if (!call) return exit_ok;
+    const auto id = id_argument(command, call->positional[0]);
+    return with_store(command, *call, [&](postgresql::store& store) {
+        return report_request(command, store.request_instance_action(id, action, std::chrono::system_clock::now()),
+                              "instance " + std::to_string(id));
     });
 }
 

@@ -1,32 +1,41 @@
 // The in-memory store's operator actions (seqinbox::action_store), committed at once like an UPDATE.
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "store_internals.hpp"
 
 namespace seqinbox::memory {
 
-bool store::request_message_action(message_id id, message_action action, timestamp now) {
+request_outcome store::request_message_action(message_id id, message_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
     const auto* row = committed_message(id);
-    if (row == nullptr || row->state != message_state::waiting) return false;
+    if (row == nullptr) return request_outcome::not_found;
+    if (const auto refused = action_refusal(*row)) return *refused;
     message_actions_.insert_or_assign(id, message_request{id, action, now});
     flush_wal();
-    return true;
+    return request_outcome::accepted;
 }
 
-bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
+std::optional<request_outcome> store::action_refusal(const detail::stored_message& row) {
+    if (row.state == message_state::processed) return request_outcome::wrong_state;
+    if (row.state == message_state::failed && row.payload == nullptr) return request_outcome::no_record;
+    return std::nullopt;
+}
+
+request_outcome store::request_instance_action(instance_id id, instance_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
     auto it = instances_.find(id);
-    if (it == instances_.end() || it->second.row.state != instance_state::open) return false;
+    if (it == instances_.end()) return request_outcome::not_found;
+    if (it->second.row.state != instance_state::open) return request_outcome::wrong_state;
     instance_actions_.insert_or_assign(id, instance_request{action, now});
     flush_wal();
-    return true;
+    return request_outcome::accepted;
 }
 
 std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) const {

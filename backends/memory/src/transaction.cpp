@@ -217,6 +217,21 @@ seqinbox::pending_actions store::transaction::pending_actions(instance_id instan
     });
 }
 
+std::vector<message_record> store::transaction::action_targets(instance_id instance, std::span<const message_id> ids) {
+    return run("action.targets", [&](store& s, detail::tx_state& tx, lock_guard&) {
+        s.require_instance(instance);
+        std::vector<message_record> rows;
+        for (message_id id : ids) {
+            auto row = s.visible_message(tx, id);
+            const bool runnable = row && row->instance == instance &&
+                                  (row->state == message_state::waiting || (row->state == message_state::failed && row->payload));
+            if (runnable) rows.push_back(std::move(*row));
+        }
+        std::ranges::sort(rows, {}, &message_record::id);
+        return rows;
+    });
+}
+
 void store::transaction::clear_actions(instance_id instance, const seqinbox::pending_actions& read) {
     run("action.clear", [&](store&, detail::tx_state& tx, lock_guard&) { tx.writes.cleared_actions.emplace_back(instance, read); });
 }

@@ -46,31 +46,82 @@ std::vector<retention_count> store::retention_counts(timestamp now, double share
     return out;
 }
 
-std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) const {
+template <class Pick>
+std::vector<sequence_instance> store::by_retention(std::size_t limit, const scan_position& after, Pick pick) const {
     std::lock_guard lock(mutex_);
-    return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && r.row.retain_until < now; },
+    const bool from_start = after == scan_position{};
+    auto later = [&](const instance_row& r) { return from_start || std::pair(r.row.retain_until, r.row.id) > std::pair(after.key, after.id); };
+    return rows_of(instances_where_locked(limit, [&](const instance_row& r) { return r.row.state == instance_state::open && later(r) && pick(r); },
                                           [](const instance_row& r) { return r.row.retain_until; }));
 }
 
-std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) const {
+std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit, const scan_position& after) const {
+    return by_retention(limit, after, [&](const instance_row& r) { return r.row.retain_until < now; });
+}
+
+std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit, const scan_position& after) const {
+    return by_retention(limit, after, [&](const instance_row& r) { return now <= r.row.retain_until && used_share(r.row, now) >= share; });
+}
+
+std::vector<waiting_instance> store::waiting_longest(std::size_t limit) const {
     std::lock_guard lock(mutex_);
-    auto expiring = [&](const instance_row& r) {
-        return r.row.state == instance_state::open && now <= r.row.retain_until && used_share(r.row, now) >= share;
-    };
-    return rows_of(instances_where_locked(limit, expiring, [](const instance_row& r) { return r.row.retain_until; }));
+    std::vector<waiting_instance> found;
+    for (const auto& [id, row] : instances_) {
+        waiting_instance w{row.row, timestamp::max(), 0};
+        for (message_id m : row.messages)
+            if (const auto* message = committed_message(m); message != nullptr && message->state == message_state::waiting) {
+                ++w.waiting;
+                w.oldest_waiting_since = std::min(w.oldest_waiting_since, message->created_at);
+            }
+        if (w.waiting > 0) found.push_back(std::move(w));
+    }
+    std::ranges::sort(found, {}, [](const waiting_instance& w) { return std::pair(w.oldest_waiting_since, w.instance.id); });
+    if (found.size() > limit) found.resize(limit);
+    return found;
 }
 
 std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) const {
     std::lock_guard lock(mutex_);
     auto by_sequence = instance_index_.find(sequence);
     if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
-    const instance_row& row = instances_.at(by_sequence->second.at(context_id));
+    return view_of(instances_.at(by_sequence->second.at(context_id)));
+}
+
+std::optional<instance_view> store::view_instance(instance_id id) const {
+    std::lock_guard lock(mutex_);
+    auto it = instances_.find(id);
+    if (it == instances_.end()) return std::nullopt;
+    return view_of(it->second);
+}
+
+std::optional<instance_view> store::view_of(const instance_row& row) const {
     instance_view view{row.row, {}, actions_of(row.row.id)};
     for (message_id m : row.messages)
         if (const auto* message = committed_message(m)) {
             view.messages.push_back(message->record(m));
             view.messages.back().payload.reset();
         }
+    return view;
+}
+
+std::optional<message_view> store::find_message(message_id id) const {
+    std::lock_guard lock(mutex_);
+    return view_of(id);
+}
+
+std::optional<message_view> store::find_message(const claim_key& key) const {
+    std::lock_guard lock(mutex_);
+    message_id newest = 0;
+    for_each_committed(key, [&](message_id id, const detail::stored_message&) { newest = std::max(newest, id); });
+    return view_of(newest);
+}
+
+std::optional<message_view> store::view_of(message_id id) const {
+    const auto* row = committed_message(id);
+    if (row == nullptr) return std::nullopt;
+    message_view view{row->record(id), instances_.at(row->instance).row, std::nullopt};
+    view.message.payload.reset();
+    if (auto it = message_actions_.find(id); it != message_actions_.end()) view.pending = it->second;
     return view;
 }
 

@@ -13,28 +13,50 @@ using detail::from_microseconds;
 using detail::sql_timestamp;
 using detail::to_microseconds;
 
-bool store::update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id) {
+namespace {
+
+// One statement: it locks the target row, writes the request when the row's state allows it, and
+// answers the state it found, so that a refusal names the reason the request met.
+std::string request_sql(std::string_view table, std::string_view allowed, std::string_view details) {
+    return "WITH target AS (SELECT id, state, " + std::string(details) + " AS details FROM " + std::string(table) +
+           " WHERE id = :id FOR NO KEY UPDATE), requested AS (UPDATE " + std::string(table) +
+           " r SET pending_action = :action, pending_action_requested_at = " + sql_timestamp(":at") +
+           " FROM target t WHERE r.id = t.id AND " + std::string(allowed) +
+           " RETURNING r.id) SELECT t.state, t.details, (SELECT count(*) FROM requested) FROM target t";
+}
+
+/// Whether a message row still holds the record it arrived with (a direct failure stores none).
+constexpr std::string_view holds_record = "num_nonnulls(cluster, topic, partition, \"offset\", key, value, record_time, record_headers) > 0";
+
+}  // namespace
+
+request_outcome store::requested(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id,
+                                 request_outcome (*refused)(std::string_view state, bool details)) {
     return autocommitted(doing, [&](detail::connection& c) {
         const long long at = to_microseconds(now);
         const long long row = id;
-        soci::statement st = (c.session().prepare << sql, soci::use(action), soci::use(at), soci::use(row));
-        st.execute(true);
-        return st.get_affected_rows() == 1;
+        std::string state;
+        int details = 0;
+        long long written = 0;
+        soci::statement st = detail::prepared(c.session(), sql, soci::into(state), soci::into(details), soci::into(written),
+                                              soci::use(row), soci::use(action), soci::use(at));
+        if (!st.execute(true)) return request_outcome::not_found;
+        return written == 1 ? request_outcome::accepted : refused(state, details != 0);
     });
 }
 
-bool store::request_message_action(message_id id, message_action action, timestamp now) {
-    return update_one("requesting an operator action",
-                      "UPDATE sequenced_message SET pending_action = :action, pending_action_requested_at = " + sql_timestamp(":at") +
-                          " WHERE id = :id AND state = 'WAITING'",
-                      std::string(to_string(action)), now, id);
+request_outcome store::request_message_action(message_id id, message_action action, timestamp now) {
+    static const std::string sql = request_sql("sequenced_message", "(t.state = 'WAITING' OR (t.state = 'FAILED' AND t.details))",
+                                               "CAST(" + std::string(holds_record) + " AS integer) = 1");
+    return requested("requesting an operator action", sql, std::string(to_string(action)), now, id, [](std::string_view state, bool has_record) {
+        return state == "FAILED" && !has_record ? request_outcome::no_record : request_outcome::wrong_state;
+    });
 }
 
-bool store::request_instance_action(instance_id id, instance_action action, timestamp now) {
-    return update_one("requesting an operator action",
-                      "UPDATE sequence_instance SET pending_action = :action, pending_action_requested_at = " + sql_timestamp(":at") +
-                          " WHERE id = :id AND state = 'OPEN'",
-                      std::string(to_string(action)), now, id);
+request_outcome store::request_instance_action(instance_id id, instance_action action, timestamp now) {
+    static const std::string sql = request_sql("sequence_instance", "t.state = 'OPEN'", "0");
+    return requested("requesting an operator action", sql, std::string(to_string(action)), now, id,
+                     [](std::string_view, bool) { return request_outcome::wrong_state; });
 }
 
 std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit) {
@@ -76,6 +98,19 @@ pending_actions store::transaction::pending_actions(instance_id instance) {
         });
     });
     return actions;
+}
+
+std::vector<message_record> store::transaction::action_targets(instance_id instance, std::span<const message_id> ids) {
+    std::vector<std::string> id_texts;
+    for (message_id id : ids) id_texts.push_back(std::to_string(id));
+    std::size_t rows = 0;
+    const auto answers = batch_in(*this, "reading the messages of operator actions", [&](detail::pipeline& batch) {
+        rows = batch.statement(detail::action_targets_sql(), {std::to_string(instance), detail::array_literal(id_texts)});
+    });
+    std::vector<message_record> found = detail::waiting_rows(answers[rows]);
+    for (int i = 0; i < answers[rows].rows(); ++i)
+        found[static_cast<std::size_t>(i)].state = detail::parse_message_state(answers[rows].text(i, detail::action_target_state_column));
+    return found;
 }
 
 namespace detail {

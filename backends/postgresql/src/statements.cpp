@@ -218,6 +218,17 @@ const named_sql& waiting_messages_sql() {
     return s;
 }
 
+// The instance id and the state follow the columns of waiting_messages_batch_sql.
+const named_sql& action_targets_sql() {
+    static const named_sql s = named("action_targets",
+                                     "SELECT " + waiting_message_columns() +
+                                         ", m.sequence_instance_id, m.state FROM sequenced_message m WHERE m.sequence_instance_id = $1"
+                                         " AND m.id = ANY (CAST($2 AS bigint[])) AND (m.state = 'WAITING' OR (m.state = 'FAILED' AND"
+                                         " num_nonnulls(m.cluster, m.topic, m.partition, m.\"offset\", m.key, m.value, m.record_time,"
+                                         " m.record_headers) > 0)) ORDER BY m.id");
+    return s;
+}
+
 // One index probe per (instance, type) pair; the instance id is the last column.
 const named_sql& waiting_messages_batch_sql() {
     static const named_sql s = named(

@@ -51,20 +51,48 @@ std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_co
     });
 }
 
-std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit) {
+namespace {
+
+/// The keyset condition of a page after `after` in (retain_until, id) order; none from the start.
+std::string after_position(const scan_position& after) {
+    if (after == scan_position{}) return {};
+    return " AND (retain_until, id) > (" + sql_timestamp(std::to_string(to_microseconds(after.key))) + ", " + std::to_string(after.id) + ")";
+}
+
+}  // namespace
+
+std::vector<sequence_instance> store::expired_instances(timestamp now, std::size_t limit, const scan_position& after) {
     return instances_where("finding expired instances",
                            "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until < " +
-                               sql_timestamp(":now") + " ORDER BY retain_until, id LIMIT :limit",
+                               sql_timestamp(":now") + after_position(after) + " ORDER BY retain_until, id LIMIT :limit",
                            limit, to_microseconds(now));
 }
 
-std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit) {
+std::vector<sequence_instance> store::expiring_instances(timestamp now, double share, std::size_t limit, const scan_position& after) {
     const long long at = to_microseconds(now);
     return instances_where("finding expiring instances",
                            "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE state = 'OPEN' AND retain_until >= " +
                                sql_timestamp(":now") + " AND created_at + (retain_until - created_at) * :share <= " +
-                               sql_timestamp(":now_again") + " ORDER BY retain_until, id LIMIT :limit",
+                               sql_timestamp(":now_again") + after_position(after) + " ORDER BY retain_until, id LIMIT :limit",
                            limit, at, share, at);
+}
+
+std::vector<waiting_instance> store::waiting_longest(std::size_t limit) {
+    return autocommitted("finding the instances waiting longest", [&](detail::connection& c) {
+        detail::instance_columns row;
+        long long oldest = 0, waiting = 0;
+        const auto max_rows = static_cast<long long>(limit);
+        soci::statement st = detail::prepared_with(
+            c.session(),
+            "SELECT " + detail::instance_columns_sql() + ", " + detail::sql_microseconds("w.oldest") +
+                ", w.waiting FROM (SELECT sequence_instance_id, min(created_at) AS oldest, count(*) AS waiting FROM sequenced_message"
+                " WHERE state = 'WAITING' GROUP BY sequence_instance_id ORDER BY 2, 1 LIMIT :limit) w"
+                " JOIN sequence_instance i ON i.id = w.sequence_instance_id ORDER BY w.oldest, i.id",
+            std::tuple_cat(detail::into_instance(row), std::tuple{soci::into(oldest), soci::into(waiting)}), soci::use(max_rows));
+        std::vector<waiting_instance> rows;
+        detail::for_each_row(st, [&] { rows.push_back({detail::to_instance(row), from_microseconds(oldest), static_cast<std::size_t>(waiting)}); });
+        return rows;
+    });
 }
 
 std::vector<retention_count> store::retention_counts(timestamp now, double share) {
@@ -88,29 +116,88 @@ std::vector<retention_count> store::retention_counts(timestamp now, double share
 std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
     auto tx = begin();
     const auto instance = one_instance(tx, "reading an instance", "name = :name AND context_id = :context_id", sequence, context_id);
-    if (!instance) return std::nullopt;
-    std::optional<instance_view> view = instance_view{*instance, {}, {}};
-    const instance_id id = view->instance.id;
+    return instance ? view_of(tx, *instance) : std::nullopt;
+}
+
+std::optional<instance_view> store::view_instance(instance_id id) {
+    auto tx = begin();
+    const long long key = id;
+    const auto instance = one_instance(tx, "reading an instance", "id = :id", key);
+    return instance ? view_of(tx, *instance) : std::nullopt;
+}
+
+namespace {
+
+/// The columns of a message row without its record, and the into elements receiving them.
+struct message_columns {
+    long long id = 0, instance = 0, created = 0, changed = 0;
+    message_record row;
+    std::string state;
+
+    static std::string select_list() {
+        return "id, sequence_instance_id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
+               detail::sql_microseconds("state_changed_at");
+    }
+    auto into() {
+        return std::tuple{soci::into(id), soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
+                          soci::into(state), soci::into(created), soci::into(changed)};
+    }
+    message_record record() const {
+        message_record r = row;
+        r.id = id;
+        r.instance = instance;
+        r.state = detail::parse_message_state(state);
+        r.created_at = from_microseconds(created);
+        r.state_changed_at = from_microseconds(changed);
+        return r;
+    }
+};
+
+}  // namespace
+
+std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance) {
+    std::optional<instance_view> view = instance_view{instance, {}, {}};
+    const long long id = instance.id;
     run_in(tx, "reading the messages of an instance", [&](detail::connection& c) {
-        message_record row;
-        long long message = 0, created = 0, changed = 0;
-        std::string message_state_text;
-        soci::statement st = detail::prepared(
-            c.session(), "SELECT id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
-                             detail::sql_microseconds("state_changed_at") + " FROM sequenced_message WHERE sequence_instance_id = :id ORDER BY id",
-            soci::into(message), soci::into(row.type), soci::into(row.idempotence_id), soci::into(message_state_text), soci::into(created),
-            soci::into(changed), soci::use(id));
-        detail::for_each_row(st, [&] {
-            row.id = message;
-            row.instance = id;
-            row.state = detail::parse_message_state(message_state_text);
-            row.created_at = from_microseconds(created);
-            row.state_changed_at = from_microseconds(changed);
-            view->messages.push_back(row);
-        });
+        message_columns columns;
+        soci::statement st = detail::prepared_with(
+            c.session(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE sequence_instance_id = :id ORDER BY id",
+            columns.into(), soci::use(id));
+        detail::for_each_row(st, [&] { view->messages.push_back(columns.record()); });
     });
-    view->actions = tx.pending_actions(id);
+    view->actions = tx.pending_actions(instance.id);
     tx.commit();
+    return view;
+}
+
+std::optional<message_view> store::find_message(message_id id) {
+    const long long key = id;
+    return message_where("id = :id", key);
+}
+
+std::optional<message_view> store::find_message(const claim_key& key) {
+    return message_where("message_type = :type AND idempotence_id = :idempotence_id ORDER BY id DESC LIMIT 1", key.type, key.idempotence_id);
+}
+
+template <class... Keys>
+std::optional<message_view> store::message_where(const std::string& where, const Keys&... keys) {
+    auto tx = begin();
+    std::optional<message_record> message;
+    run_in(tx, "reading a message", [&](detail::connection& c) {
+        message_columns columns;
+        soci::statement st = detail::prepared_with(c.session(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE " + where,
+                                                   columns.into(), soci::use(keys)...);
+        if (st.execute(true)) message = columns.record();
+    });
+    if (!message) return std::nullopt;
+    const long long instance_key = message->instance;
+    const auto instance = one_instance(tx, "reading a message's instance", "id = :id", instance_key);
+    const auto actions = tx.pending_actions(message->instance);
+    tx.commit();
+    if (!instance) return std::nullopt;  // cannot happen: the foreign key keeps the instance while the message exists
+    message_view view{std::move(*message), *instance, std::nullopt};
+    for (const auto& request : actions.on_messages)
+        if (request.message == view.message.id) view.pending = request;
     return view;
 }
 

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -12,7 +13,8 @@
 
 namespace seqinbox {
 
-/// On a WAITING message: replay it now whatever its condition, or mark it PROCESSED unreplayed.
+/// On a WAITING message, or a FAILED one that kept its record (a failed replay), in any
+/// instance state: replay it now whatever its condition, or mark it PROCESSED unreplayed.
 enum class message_action { consume, expire };
 /// On an OPEN instance: replay every WAITING message now, or close it without replay.
 enum class instance_action { consume_all, close };
@@ -20,6 +22,26 @@ enum class instance_action { consume_all, close };
 constexpr std::string_view to_string(message_action a) noexcept { return a == message_action::consume ? "CONSUME" : "EXPIRE"; }
 constexpr std::string_view to_string(instance_action a) noexcept {
     return a == instance_action::consume_all ? "CONSUME_ALL" : "CLOSE";
+}
+
+/// What a request found. Only `accepted` wrote a request.
+enum class request_outcome {
+    accepted,
+    not_found,    ///< no message (instance) with that id or key
+    wrong_state,  ///< a PROCESSED message; a CLOSED instance
+    no_record,    ///< a FAILED message without a record to replay: it failed on its first delivery
+};
+
+constexpr bool accepted(request_outcome o) noexcept { return o == request_outcome::accepted; }
+
+constexpr std::string_view to_string(request_outcome o) noexcept {
+    switch (o) {
+    case request_outcome::accepted: return "accepted";
+    case request_outcome::not_found: return "not_found";
+    case request_outcome::wrong_state: return "wrong_state";
+    case request_outcome::no_record: return "no_record";
+    }
+    return "unknown";
 }
 
 /// A pending request on an instance. Its action and time tell it from a request that replaced
@@ -50,18 +72,20 @@ struct pending_actions {
 template <class S>
 concept action_store =
     store_policy<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
-                         std::size_t limit, const pending_actions& read) {
-        /// Writes the action on a WAITING message, committed at once (a later request replaces
-        /// an earlier one); false when no WAITING message has that id.
-        { s.request_message_action(message, message_action::consume, now) } -> std::same_as<bool>;
-        /// Writes the action on an OPEN instance, committed at once; false when no OPEN
-        /// instance has that id.
-        { s.request_instance_action(instance, instance_action::close, now) } -> std::same_as<bool>;
+                         std::size_t limit, const pending_actions& read, std::span<const message_id> ids) {
+        /// Writes the action on a WAITING message or a FAILED one with its record, committed at
+        /// once (a later request replaces an earlier one).
+        { s.request_message_action(message, message_action::consume, now) } -> std::same_as<request_outcome>;
+        /// Writes the action on an OPEN instance, committed at once.
+        { s.request_instance_action(instance, instance_action::close, now) } -> std::same_as<request_outcome>;
         /// Up to `limit` instances with a pending action of their own or of one of their
         /// messages, the oldest request first.
         { s.instances_with_pending_actions(limit) } -> std::same_as<std::vector<instance_id>>;
         /// The instance's pending actions; read under its lock.
         { tx.pending_actions(instance) } -> std::same_as<pending_actions>;
+        /// The messages `ids` of the instance that an action can still run on (WAITING, or FAILED
+        /// with a record), with their records, by id; read under its lock.
+        { tx.action_targets(instance, ids) } -> std::same_as<std::vector<message_record>>;
         /// Clears the requests `read` (what pending_actions returned) that are still pending
         /// unchanged. A message request does not wait for the instance lock, so one made after
         /// the read, or replacing a request read (another action or a later time), stays

@@ -74,8 +74,8 @@ public:
 
     // ---- operator actions (seqinbox::action_store; src/actions.cpp) ----
     // Committed at once, like an UPDATE.
-    bool request_message_action(message_id id, message_action action, timestamp now);
-    bool request_instance_action(instance_id id, instance_action action, timestamp now);
+    request_outcome request_message_action(message_id id, message_action action, timestamp now);
+    request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const;
 
     // ---- housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp) ----
@@ -95,9 +95,14 @@ public:
     std::vector<instance_count> instance_counts() const;
     std::vector<message_count> message_counts() const;
     std::vector<retention_count> retention_counts(timestamp now, double share) const;
-    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit) const;
-    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit) const;
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit, const scan_position& after = {}) const;
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit,
+                                                      const scan_position& after = {}) const;
+    std::vector<waiting_instance> waiting_longest(std::size_t limit) const;
     std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id) const;
+    std::optional<instance_view> view_instance(instance_id id) const;
+    std::optional<message_view> find_message(message_id id) const;
+    std::optional<message_view> find_message(const claim_key& key) const;
 
     // ---- inspection of committed state (tests, demo, operators; src/views.cpp) ----
     std::vector<sequence_instance> instances() const;
@@ -184,6 +189,13 @@ private:
     void restore(committed_tables&& saved);
     // Helpers of the other concepts (src/actions.cpp, src/views.cpp, src/housekeeping.cpp).
     pending_actions actions_of(instance_id instance) const;
+    /// Why no action may be requested on `row` now, if it may not.
+    static std::optional<request_outcome> action_refusal(const detail::stored_message& row);
+    std::optional<instance_view> view_of(const instance_row& row) const;
+    std::optional<message_view> view_of(message_id id) const;
+    /// Up to `limit` OPEN instances matching `pick`, by (retain_until, id) after `after`.
+    template <class Pick>
+    std::vector<sequence_instance> by_retention(std::size_t limit, const scan_position& after, Pick pick) const;
     /// How much of its retention the instance has used at `now` (1 and more: expired).
     static double used_share(const sequence_instance& i, timestamp now);
     std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const;
@@ -264,6 +276,7 @@ public:
     void rollback_to(savepoint_id point);
 
     seqinbox::pending_actions pending_actions(instance_id instance);
+    std::vector<message_record> action_targets(instance_id instance, std::span<const message_id> ids);
     void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
 
     /// A business key-value table beside the inbox tables, so that tests can show a listener

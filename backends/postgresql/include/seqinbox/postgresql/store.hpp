@@ -121,8 +121,8 @@ public:
     stored_as store_message_beside(transaction& claim, message_record row);
 
     /// Operator actions (seqinbox::action_store; src/actions.cpp), each one autocommitted UPDATE.
-    bool request_message_action(message_id id, message_action action, timestamp now);
-    bool request_instance_action(instance_id id, instance_action action, timestamp now);
+    request_outcome request_message_action(message_id id, message_action action, timestamp now);
+    request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
     /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is a session advisory lock and
@@ -141,10 +141,14 @@ public:
     /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
     std::vector<message_count> message_counts();
-    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit);
-    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit);
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit, const scan_position& after = {});
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit, const scan_position& after = {});
+    std::vector<waiting_instance> waiting_longest(std::size_t limit);
     std::vector<retention_count> retention_counts(timestamp now, double share);
     std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id);
+    std::optional<instance_view> view_instance(instance_id id);
+    std::optional<message_view> find_message(message_id id);
+    std::optional<message_view> find_message(const claim_key& key);
 
     store_statistics statistics() const;
     const store_options& options() const noexcept;
@@ -168,7 +172,10 @@ private:
     std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& sql, std::size_t limit, const Values&... values);
 
     // Operator actions (src/actions.cpp).
-    bool update_one(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id);
+    /// Runs a request statement (actions.cpp) on row `id`; `refused` names the reason from the
+    /// state the row had and the statement's details column when it wrote nothing.
+    request_outcome requested(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id,
+                              request_outcome (*refused)(std::string_view state, bool details));
     /// Sends the statements `queue` adds inside `tx` in one round trip, with BEGIN when it has
     /// not begun and the writes it deferred; returns their results (store.cpp).
     using batch_work = std::function<void(detail::pipeline&)>;
@@ -179,6 +186,11 @@ private:
                                            std::vector<std::optional<std::string>> params);
     // Read views (src/views.cpp).
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
+    /// The instance's view read in `tx`, which it commits.
+    static std::optional<instance_view> view_of(transaction& tx, const sequence_instance& instance);
+    /// The message row matching `where` (with `keys` bound in order) and its instance.
+    template <class... Keys>
+    std::optional<message_view> message_where(const std::string& where, const Keys&... keys);
 
     std::shared_ptr<detail::pool> pool_;
 };
@@ -223,6 +235,7 @@ public:
     void close_instance(instance_id instance, timestamp now);
     /// Operator actions (src/actions.cpp): read under the instance lock; cleared with the commit.
     seqinbox::pending_actions pending_actions(instance_id instance);
+    std::vector<message_record> action_targets(instance_id instance, std::span<const message_id> ids);
     void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
     savepoint_id savepoint();
     void rollback_to(savepoint_id point);
