@@ -869,26 +869,62 @@ private:
         return executed;
     }
 
+    /// The claims an action on a FAILED message needs (its claim was deleted when it failed).
+    struct failed_claims {
+        std::set<claim_key> attempted;
+        std::set<claim_key> won;
+    };
+
     std::size_t act_on_locked(instance_id id) {
         transaction t1 = store_->begin();
         locked_instance locked;
+        failed_claims claims;
         try {
+            claims = claim_failed_targets(t1, id);
             locked = lock(t1, id);
         } catch (const error& e) {
             if (e.category() != error_category::retryable) throw;
             return 0;  // removed meanwhile, and its actions with it
         }
-        const pending_actions actions = t1.pending_actions(id);
+        pending_actions actions = t1.pending_actions(id);
         scope s{t1};
-        const std::size_t executed = execute(s, locked, actions);
+        const std::size_t executed = execute(s, locked, actions, claims);
         t1.clear_actions(id, actions);  // only these: a message request made meanwhile runs next time
         t1.commit();
         return executed;
     }
 
+    /// Claims the keys of the FAILED messages the pending requests name, BEFORE the instance lock,
+    /// as a delivery does: a resend holding an uncommitted claim of such a key waits for the
+    /// instance lock, so claiming under it could deadlock. All at once where the claim strategy
+    /// claims batches (claims in key order, then the lock); else one per run.
+    failed_claims claim_failed_targets(transaction& t1, instance_id id) {
+        std::vector<message_id> ids;
+        for (const auto& request : t1.pending_actions(id).on_messages) ids.push_back(request.message);
+        std::vector<claim_request> requests;
+        if (!ids.empty())
+            for (const auto& row : t1.action_targets(id, ids))
+                if (row.state == message_state::failed) requests.push_back({row.key(), id, clock_.now()});
+        if constexpr (!batch_claim_policy<Claim, transaction>)
+            if (requests.size() > 1) requests.resize(1);
+        std::ranges::sort(requests, {}, &claim_request::key);
+        failed_claims claims;
+        if (requests.empty()) return claims;
+        std::vector<claim_result> results;
+        if constexpr (batch_claim_policy<Claim, transaction>) results = Claim::acquire_batch(t1, std::span<const claim_request>(requests));
+        else results.push_back(Claim::acquire(t1, requests.front()));
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+            claims.attempted.insert(requests[i].key);
+            if (results[i].won) claims.won.insert(requests[i].key);
+        }
+        return claims;
+    }
+
     /// Runs the requests read; returns how many ran. Message actions run whatever the instance's
-    /// state, before a CLOSE requested with them; only an OPEN instance is healed or closed.
-    std::size_t execute(scope& s, const locked_instance& locked, const pending_actions& actions) {
+    /// state, before a CLOSE requested with them; only an OPEN instance is healed or closed. A
+    /// request on a FAILED message whose key was not claimed before the lock (it failed since)
+    /// is taken out of `actions`, so that it stays pending for the next run.
+    std::size_t execute(scope& s, const locked_instance& locked, pending_actions& actions, const failed_claims& claims) {
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
@@ -902,10 +938,25 @@ private:
         const bool consume_all = requested(instance_action::consume_all);
         const bool closing = requested(instance_action::close) && open;
         std::size_t executed = consume_all || closing ? 1 : 0;
+        std::set<message_id> postponed;
         for (const auto& row : action_rows(s.t1, locked, actions, consume_all)) {
             const auto own = own_request(row.id, actions);
-            if (run_action(s, row, own.value_or(message_action::consume), instance) && own) ++executed;
+            const bool failed = row.state == message_state::failed;
+            if (failed && !claims.attempted.contains(row.key())) {
+                postponed.insert(row.id);
+                continue;
+            }
+            if (failed && !claims.won.contains(row.key())) {
+                log(log_level::info, [&] {
+                    return "operator action on FAILED " + detail::loggable_message(row.type, row.idempotence_id) +
+                           " left to a redelivery that claimed it meanwhile";
+                });
+                continue;
+            }
+            run_action(s, row, own.value_or(message_action::consume), instance.context_id);
+            if (own) ++executed;
         }
+        std::erase_if(actions.on_messages, [&](const message_request& r) { return postponed.contains(r.message); });
         if (closing) {
             close(s.t1, instance.id, instance.context_id);
         } else if (open) {
@@ -936,21 +987,11 @@ private:
         return std::nullopt;
     }
 
-    /// One action on a row action_rows read. A FAILED row's claim was deleted so that a resend
-    /// could retry: the action claims the key again first (so that a resend is a duplicate once
-    /// it ran), and leaves the row to a resend that claimed it meanwhile (false: it did not run).
-    bool run_action(scope& s, const message_record& row, message_action action, const sequence_instance& instance) {
-        const bool failed = row.state == message_state::failed;
-        if (failed && !Claim::acquire(s.t1, claim_request{row.key(), instance.id, clock_.now()}).won) {
-            log(log_level::info, [&] {
-                return "operator " + std::string(to_string(action)) + " of FAILED " + detail::loggable_message(row.type, row.idempotence_id) +
-                       " left to a redelivery that claimed it meanwhile";
-            });
-            return false;
-        }
-        if (action == message_action::expire) expire(s, row, instance.context_id);
-        else if (!replay(s, row, {}, instance.context_id) && failed) forget(s, s.t1, row.key());  // the claim it just took
-        return true;
+    /// One action on a row action_rows read. A FAILED row's key was claimed again before (so that
+    /// a resend is a duplicate once it ran); a replay that fails again deletes that claim.
+    void run_action(scope& s, const message_record& row, message_action action, const std::string& context_id) {
+        if (action == message_action::expire) expire(s, row, context_id);
+        else if (!replay(s, row, {}, context_id) && row.state == message_state::failed) forget(s, s.t1, row.key());
     }
 
     /// EXPIRE: PROCESSED without replay.

@@ -98,11 +98,13 @@ BOOST_FIXTURE_TEST_CASE(show_and_actions_through_the_pending_action_job, populat
     BOOST_TEST(contains(run_cli(with_db("show") + " OrderSequence o1").output, "pending CONSUME"));
     const auto absent = run_cli(with_db("expire 999999"));
     BOOST_TEST(absent.exit_code == 1, absent.output);
-    BOOST_TEST(contains(absent.output, "no WAITING message with id 999999"), absent.output);
+    BOOST_TEST(contains(absent.output, "no message 999999"), absent.output);
 
     BOOST_TEST(inbox->run_pending_actions() == 1u);
     BOOST_TEST(id_of("SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'x-OrderValidated' AND state = 'PROCESSED'") == 1);
-    BOOST_TEST(run_cli(with_db("consume " + v1)).exit_code == 1);  // PROCESSED now
+    const auto processed = run_cli(with_db("consume " + v1));
+    BOOST_TEST(processed.exit_code == 1, processed.output);
+    BOOST_TEST(contains(processed.output, "message " + v1 + " is not in a state the action takes"), processed.output);
 
     const auto o1 = std::to_string(id_of("SELECT id FROM sequence_instance WHERE context_id = 'o1'"));
     const auto o2 = std::to_string(id_of("SELECT id FROM sequence_instance WHERE context_id = 'o2'"));
@@ -111,6 +113,25 @@ BOOST_FIXTURE_TEST_CASE(show_and_actions_through_the_pending_action_job, populat
     BOOST_TEST(inbox->run_pending_actions() == 1u);
     BOOST_TEST(id_of("SELECT count(*) FROM sequence_instance WHERE context_id = 'o1' AND state = 'CLOSED'") == 1);
     BOOST_TEST(id_of("SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'") == 2);  // closed without replay
+}
+
+BOOST_FIXTURE_TEST_CASE(a_message_is_addressed_by_its_key, populated) {
+    const auto expire = run_cli(with_db("expire --type OrderPrepared --idempotence-id x-OrderPrepared"));
+    BOOST_TEST(expire.exit_code == 0, expire.output);
+    BOOST_TEST(contains(expire.output, "requested expire on message OrderPrepared/x-OrderPrepared"), expire.output);
+    BOOST_TEST(contains(run_cli(with_db("show") + " OrderSequence o1").output, "x-OrderPrepared  WAITING"));
+    BOOST_TEST(inbox->run_pending_actions() == 1u);
+    BOOST_TEST(id_of("SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'x-OrderPrepared' AND state = 'PROCESSED'") == 1);
+
+    const auto unknown = run_cli(with_db("consume --type OrderPrepared --idempotence-id nope"));
+    BOOST_TEST(unknown.exit_code == 1, unknown.output);
+    BOOST_TEST(contains(unknown.output, "no message OrderPrepared/nope"), unknown.output);
+    const auto half = run_cli(with_db("consume --type OrderPrepared"));
+    BOOST_TEST(half.exit_code == 2, half.output);
+    BOOST_TEST(contains(half.output, "give both --type and --idempotence-id"), half.output);
+    const auto both = run_cli(with_db("consume 5 --type OrderPrepared --idempotence-id x"));
+    BOOST_TEST(both.exit_code == 2, both.output);
+    BOOST_TEST(contains(both.output, "not both"), both.output);
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_exit_2_and_an_unreachable_database_1) {

@@ -37,11 +37,12 @@ struct actions_read {
     std::optional<instance_action> on_instance;
     std::map<claim_key, message_action> on_messages;
 
-    /// What the job does to the message: CLOSE nothing, CONSUME_ALL a CONSUME, else its own action.
+    /// What the job does to the message: its own action (also beside a CLOSE, which runs after
+    /// it), else under CONSUME_ALL a CONSUME.
     std::optional<message_action> executed_on(const claim_key& key) const {
-        if (on_instance) return on_instance == instance_action::consume_all ? std::optional(message_action::consume) : std::nullopt;
-        auto it = on_messages.find(key);
-        return it == on_messages.end() ? std::nullopt : std::optional(it->second);
+        if (auto it = on_messages.find(key); it != on_messages.end()) return it->second;
+        if (on_instance == instance_action::consume_all) return message_action::consume;
+        return std::nullopt;
     }
 };
 using actions_by_context = std::map<std::string, actions_read>;
@@ -190,11 +191,12 @@ private:
     }
 
     /// A listener on an action runner: CONSUME replays whatever the condition, EXPIRE and CLOSE
-    /// replay nothing; anything else on it is the release pass that follows, in order.
+    /// replay nothing (a CLOSE only the messages it was requested with do not name); anything
+    /// else on it is the release pass that follows, in order.
     void check_operator_replay(std::size_t consumer, const claim_key& key, const std::string& context) {
         const actions_read* read = read_of(consumer, context);
         const auto action = read ? read->executed_on(key) : std::nullopt;
-        if (read && read->on_instance == instance_action::close)
+        if (read && read->on_instance == instance_action::close && action != message_action::consume)
             log_->add("listener_despite_close", "listener of " + text(key) + " in " + context + " started by the CLOSE action on c" +
                                                     std::to_string(consumer));
         else if (action == message_action::expire)

@@ -249,12 +249,12 @@ int message_request(std::span<const std::string_view> args, std::string_view com
     const std::string name(command);
     if (by_key && !(type && idempotence_id)) throw usage_error("seqinbox " + name + ": give both --type and --idempotence-id");
     if (by_key == !call->positional.empty()) throw usage_error("seqinbox " + name + ": give a MESSAGE_ID or --type and --idempotence-id, not both");
+    const auto id = by_key ? 0 : id_argument(command, call->positional[0]);
     return with_store(command, *call, [&](postgresql::store& store) {
         const auto now = std::chrono::system_clock::now();
         if (by_key)
             return report_request(command, request_message_action(store, claim_key{*type, *idempotence_id}, action, now),
                                   "message " + *type + "/" + *idempotence_id);
-        const auto id = id_argument(command, call->positional[0]);
         return report_request(command, store.request_message_action(id, action, now), "message " + std::to_string(id));
     });
 }
