@@ -251,9 +251,12 @@ private:
     struct scope {
         transaction& t1;
         batch_effects* batch = nullptr;
-        /// Inbox state follows the listener into T1 under `required` and in a batch; else it gets
-        /// a transaction of its own.
-        bool joined() const noexcept { return Propagation::joins_claim_transaction || batch != nullptr; }
+        /// The state must commit with a claim T1 took (an operator action on a FAILED message):
+        /// durable on its own, it would outlive a crash that loses the claim.
+        bool with_claim = false;
+        /// Inbox state follows the listener into T1 under `required`, in a batch and with a claim;
+        /// else it gets a transaction of its own.
+        bool joined() const noexcept { return Propagation::joins_claim_transaction || batch != nullptr || with_claim; }
     };
 
     void publish(batch_effects* batch, failed_delivery f) {
@@ -888,10 +891,43 @@ private:
         }
         pending_actions actions = t1.pending_actions(id);
         scope s{t1};
-        const std::size_t executed = execute(s, locked, actions, claims);
+        const actions_run run = execute(s, locked, actions, claims);
         t1.clear_actions(id, actions);  // only these: a message request made meanwhile runs next time
-        t1.commit();
-        return executed;
+        if (!run.heal) {
+            t1.commit();
+        } else if (claims.won.empty()) {
+            heal(s, locked.row, *run.types);  // relocks: what the actions unblocked; closing
+            t1.commit();
+        } else {
+            // A FAILED message's new state commits with its claim; it must be durable before a
+            // successor's listener runs, so the release pass waits for that commit.
+            t1.commit();
+            heal_afresh(locked.row, *run.types);
+        }
+        return run.executed;
+    }
+
+    struct actions_run {
+        std::size_t executed = 0;
+        bool heal = false;  ///< a release pass is due (an OPEN instance not closed by a CLOSE)
+        const std::vector<std::string>* types = nullptr;  ///< of the instance's sequence
+    };
+
+    void heal(scope& s, const sequence_instance& instance, const std::vector<std::string>& types) {
+        delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
+        heal(s, instance.id, instance.context_id, types, result);
+    }
+
+    void heal_afresh(const sequence_instance& instance, const std::vector<std::string>& types) {
+        transaction t2 = store_->begin();
+        scope s{t2};
+        try {
+            heal(s, instance, types);
+        } catch (const error& e) {
+            if (e.category() != error_category::retryable) throw;
+            return;  // removed meanwhile
+        }
+        t2.commit();
     }
 
     /// Claims the keys of the FAILED messages the pending requests name, BEFORE the instance lock,
@@ -920,18 +956,19 @@ private:
         return claims;
     }
 
-    /// Runs the requests read; returns how many ran. Message actions run whatever the instance's
-    /// state, before a CLOSE requested with them; only an OPEN instance is healed or closed. A
+    /// Runs the requests read: how many ran, and whether a release pass is due. Message actions
+    /// run whatever the instance's state, before a CLOSE requested with them; only an OPEN
+    /// instance is healed or closed. A
     /// request on a FAILED message whose key was not claimed before the lock (it failed since)
     /// is taken out of `actions`, so that it stays pending for the next run.
-    std::size_t execute(scope& s, const locked_instance& locked, pending_actions& actions, const failed_claims& claims) {
+    actions_run execute(scope& s, const locked_instance& locked, pending_actions& actions, const failed_claims& claims) {
         const sequence_instance& instance = locked.row;
         const auto* types = catalog_.types_of_sequence(instance.sequence);
         if (types == nullptr) {
             log(log_level::warn, [&] {
                 return "pending actions on instance " + std::to_string(instance.id) + " of undeclared sequence " + detail::loggable(instance.sequence);
             });
-            return 0;
+            return {};
         }
         const auto requested = [&](instance_action a) { return actions.on_instance && actions.on_instance->action == a; };
         const bool open = instance.state == instance_state::open;
@@ -957,13 +994,8 @@ private:
             if (own) ++executed;
         }
         std::erase_if(actions.on_messages, [&](const message_request& r) { return postponed.contains(r.message); });
-        if (closing) {
-            close(s.t1, instance.id, instance.context_id);
-        } else if (open) {
-            delivery_result result{outcome::processed, {}, {}, instance.context_id, 0, 0};
-            heal(s, instance.id, instance.context_id, *types, result);  // relocks: what the actions unblocked; closing
-        }
-        return executed;
+        if (closing) close(s.t1, instance.id, instance.context_id);
+        return {executed, open && !closing, types};
     }
 
     /// The rows the actions run on, in the conditions' order: those of message requests still
@@ -988,10 +1020,13 @@ private:
     }
 
     /// One action on a row action_rows read. A FAILED row's key was claimed again before (so that
-    /// a resend is a duplicate once it ran); a replay that fails again deletes that claim.
+    /// a resend is a duplicate once it ran): its new state commits with that claim, and a replay
+    /// that fails again deletes the claim.
     void run_action(scope& s, const message_record& row, message_action action, const std::string& context_id) {
-        if (action == message_action::expire) expire(s, row, context_id);
-        else if (!replay(s, row, {}, context_id) && row.state == message_state::failed) forget(s, s.t1, row.key());
+        const bool failed = row.state == message_state::failed;
+        scope here{s.t1, s.batch, failed};
+        if (action == message_action::expire) expire(here, row, context_id);
+        else if (!replay(here, row, {}, context_id) && failed) forget(here, here.t1, row.key());
     }
 
     /// EXPIRE: PROCESSED without replay.

@@ -59,11 +59,12 @@ struct action_request {
     }
 };
 
-/// CONSUME and EXPIRE per committed WAITING message, then CONSUME_ALL and CLOSE per OPEN instance.
+/// CONSUME and EXPIRE per committed WAITING message and FAILED one with its record (any
+/// instance state), then CONSUME_ALL and CLOSE per OPEN instance.
 inline std::vector<action_request> action_requests(const memory::store& store) {
     std::vector<action_request> requests;
     for (const auto& row : store.messages())
-        if (row.state == message_state::waiting)
+        if (row.state == message_state::waiting || (row.state == message_state::failed && row.payload))
             for (auto action : {message_action::consume, message_action::expire})
                 requests.push_back({std::pair{row.id, action}, listener_probe::text(row.key())});
     for (const auto& instance : store.instances())
