@@ -198,7 +198,7 @@ private:
                             "removed by housekeeping: sequence instance (" + instance.sequence + ", " + instance.context_id +
                                 (instance.state == instance_state::closed ? ") was closed" : ") passed its retention") +
                                 " while this message was waiting",
-                            row.type, row.idempotence_id, instance.context_id});
+                            row.type, row.idempotence_id, instance.context_id, failure_kind::removed_by_housekeeping});
             log(log_level::warn, [&] {
                 return "forwarded waiting " + detail::loggable_message(row.type, row.idempotence_id) + " to the error sink before removal";
             });

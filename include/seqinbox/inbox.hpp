@@ -46,6 +46,7 @@
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/error_sink/concept.hpp"
+#include "seqinbox/failure_kind.hpp"
 #include "seqinbox/listener.hpp"
 #include "seqinbox/logger/concept.hpp"
 #include "seqinbox/logger/decision_text.hpp"
@@ -229,6 +230,12 @@ public:
 private:
     using entry = typename detail::catalog<message_type>::type_entry;
 
+    /// What the error sink hears of the exception being handled.
+    struct listener_fault {
+        std::string reason;
+        failure_kind kind;
+    };
+
     delivery_result deliver_or_give_back(const envelope& record) {
         if constexpr (redelivering_source<Source>) {
             try {
@@ -323,7 +330,9 @@ private:
             return reject(batch, record, rejection::unclassifiable, "cannot classify message: " + current_exception_text(), qualified,
                           m.idempotence_id);
         }
-        if (type == nullptr) return reject(batch, record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id);
+        if (type == nullptr)
+            return reject(batch, record, rejection::unknown_type, unknown_type_reason(m.type, qualified), qualified, m.idempotence_id,
+                          qualified != m.type ? failure_kind::bad_subtype : failure_kind::unknown_type);
         delivery d{record, std::move(m.message), type, std::move(m.idempotence_id), {}};
         d.direct = filtered_out || ((!context_id || context_id->empty()) && handles_without_context_id(d));
         if (d.direct) return d;
@@ -348,13 +357,25 @@ private:
     }
 
     delivery_result reject(batch_effects* batch, const envelope& record, rejection why, std::string reason, std::string type,
-                           std::string idempotence_id) {
+                           std::string idempotence_id, std::optional<failure_kind> kind = std::nullopt) {
         decision event = about(decision_kind::rejected, type, idempotence_id, {}, reason);
         event.rejection = why;
         decided(event);
         delivery_result result{outcome::rejected, std::move(type), std::move(idempotence_id), {}, 0, 0, why};
-        publish(batch, {record, std::move(reason), result.qualified_type, result.idempotence_id, {}});
+        publish(batch, {record, std::move(reason), result.qualified_type, result.idempotence_id, {}, kind.value_or(kind_of(why))});
         return result;
+    }
+
+    static constexpr failure_kind kind_of(rejection why) noexcept {
+        switch (why) {
+        case rejection::undecodable: return failure_kind::undecodable;
+        case rejection::unclassifiable: return failure_kind::unclassifiable;
+        case rejection::unknown_type: return failure_kind::unknown_type;
+        case rejection::no_context_id: return failure_kind::no_context_id;
+        case rejection::unstorable: return failure_kind::unstorable_key;
+        case rejection::none: break;
+        }
+        return failure_kind::listener_failed;
     }
 
     static std::string_view metric_type(const delivery_result& r) { return metric_label(r.qualified_type, r.rejection); }
@@ -377,7 +398,8 @@ private:
         try {
             invoke(d.message, d.record, *d.type, d.idempotence_id, d.context_id, false, nullptr);
         } catch (...) {
-            publish(batch, {d.record, listener_failure(), d.type->qualified, d.idempotence_id, {}});
+            const auto fault = current_fault();
+            publish(batch, {d.record, fault.reason, d.type->qualified, d.idempotence_id, {}, fault.kind});
             result.outcome = outcome::failed;
         }
         decision event = about(d, decision_kind::not_sequenced);
@@ -472,7 +494,7 @@ private:
             invoke_direct(s, d);
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
-            fail(s, instance, d, listener_failure());
+            fail(s, instance, d, current_fault());  // the kind and text of the exception being handled
             result.outcome = outcome::failed;
             return result;
         }
@@ -1094,7 +1116,8 @@ private:
     /// The listener threw on the direct path: FAILED, the claim gone (so that a resend retries),
     /// the error sink told. One delivery: FAILED in its own transaction, then the sink, then T1
     /// rolls back. In a batch: all in the batch's transaction, the sink after its commit.
-    void fail(scope& s, instance_id instance, const delivery& d, const std::string& reason) {
+    void fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault) {
+        const std::string& reason = fault.reason;
         message_record row = row_for(instance, d, message_state::failed, clock_.now(), false);
         if (s.batch != nullptr) {
             forget(s, s.t1, d.key());
@@ -1103,7 +1126,7 @@ private:
             // Durable before the error sink hears of it, and kept when T1 rolls back.
             warn_if_taken_over(store_->store_message(std::move(row)), d);
         }
-        publish(s.batch, {d.record, reason, d.type->qualified, d.idempotence_id, d.context_id});
+        publish(s.batch, {d.record, reason, d.type->qualified, d.idempotence_id, d.context_id, fault.kind});
         if (s.batch == nullptr) s.t1.rollback();
         decided(about(d, decision_kind::failed, reason));
     }
@@ -1193,20 +1216,23 @@ private:
         require_alive(t1, row.type, row.idempotence_id, "before a released listener");
         const entry& type = *catalog_.find(row.type);
         const envelope record = row.payload.value_or(envelope{});
+        bool decoded = false;
         try {
             if (!row.payload) throw error(error_category::bad_message, "the waiting row holds no record to replay");
             auto again = decoder_.decode(record);
+            decoded = true;
             guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
         } catch (...) {
             require_connection(t1, row.type, row.idempotence_id);
-            const std::string reason = listener_failure();
+            const listener_fault fault = decoded ? current_fault() : undecodable_on_replay();
+            const std::string& reason = fault.reason;
             auto mark_failed = [&](transaction* tx) {
                 set_state(*tx, row, twins, message_state::failed, clock_.now());
                 forget(s, *tx, row.key());
             };
             // At once, even in a batch: no source brings a released message back, so a crash
             // between the commit and a later publication would lose it.
-            sink_->publish({record, reason, row.type, row.idempotence_id, context_id});
+            sink_->publish({record, reason, row.type, row.idempotence_id, context_id, fault.kind});
             if (s.batch != nullptr)
                 mark_failed(&t1);  // in the batch: the savepoint undid the listener's writes
             else
@@ -1299,7 +1325,19 @@ private:
                                                         current_exception_text() + "); redeliver");
     }
 
-    static std::string listener_failure() { return "listener failed: " + current_exception_text(); }
+    static listener_fault current_fault() {
+        try {
+            throw;
+        } catch (const seqinbox::listener_failure& f) {
+            return {std::string(to_string(f.kind())) + ": " + f.what(), f.kind()};
+        } catch (...) {
+            return {"listener failed: " + current_exception_text(), failure_kind::listener_failed};
+        }
+    }
+
+    static listener_fault undecodable_on_replay() {
+        return {"undecodable on replay: " + current_exception_text(), failure_kind::undecodable_on_replay};
+    }
 
     static std::string describe(const delivery& d) { return detail::loggable_message(d.type->qualified, d.idempotence_id, d.context_id); }
 

@@ -49,7 +49,8 @@ failed_delivery failure(const std::string& idempotence_id, std::string key = "or
             .reason = "listener threw: stock service unavailable",
             .qualified_type = "OrderPlaced",
             .idempotence_id = idempotence_id,
-            .context_id = "customer-42"};
+            .context_id = "customer-42",
+            .kind = seqinbox::failure_kind::publish_failed};
 }
 
 std::string header_value(const seqinbox::envelope& record, std::string_view name) {
@@ -61,6 +62,8 @@ std::string header_value(const seqinbox::envelope& record, std::string_view name
 /// The failure headers of `record` name `f`.
 void expect_failure_headers(const seqinbox::envelope& record, const failed_delivery& f) {
     BOOST_TEST(header_value(record, header_name::reason) == f.reason);
+    BOOST_TEST(header_value(record, header_name::kind) == std::string(seqinbox::to_string(f.kind)));
+    BOOST_TEST(header_value(record, header_name::kind) == "publish_failed");
     BOOST_TEST(header_value(record, header_name::qualified_type) == f.qualified_type);
     BOOST_TEST(header_value(record, header_name::idempotence_id) == f.idempotence_id);
     BOOST_TEST(header_value(record, header_name::context_id) == f.context_id);
@@ -102,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_published_failure_carries_the_original_record_and_names_t
     const auto& record = records.front();
     BOOST_TEST(record.key == f.original.key);
     BOOST_TEST(record.value == f.original.value);
-    BOOST_TEST_REQUIRE(record.headers.size() == f.original.headers.size() + 8);
+    BOOST_TEST_REQUIRE(record.headers.size() == f.original.headers.size() + 9);  // the failure headers, the kind among them
     BOOST_TEST(std::equal(f.original.headers.begin(), f.original.headers.end(), record.headers.begin()),
                "the original headers come first, in order");
     expect_failure_headers(record, f);

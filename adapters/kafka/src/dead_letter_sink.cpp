@@ -38,6 +38,7 @@ std::vector<header> dead_letter_headers(const failed_delivery& f, carried parts)
     if (parts != carried::failure_only) headers = f.original.headers;
     const std::initializer_list<std::pair<std::string_view, std::string>> failure = {
         {h::reason, f.reason},
+        {h::kind, std::string(to_string(f.kind))},
         {h::qualified_type, f.qualified_type},
         {h::idempotence_id, f.idempotence_id},
         {h::context_id, f.context_id},

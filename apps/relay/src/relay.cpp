@@ -208,8 +208,17 @@ private:
             for (const auto& message : sequence.messages)
                 inbox.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
                     if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
-                    else publisher_.publish(topic, c.record, partition_key_of(c));
+                    else publish_one(topic, c);
                 });
+        }
+    }
+
+    /// A publication that fails sends the record to the dead-letter topic as publish_failed.
+    void publish_one(const std::string& topic, const inbox_type::context& c) {
+        try {
+            publisher_.publish(topic, c.record, partition_key_of(c));
+        } catch (const std::exception& e) {
+            throw listener_failure(failure_kind::publish_failed, "publishing to '" + topic + "' failed: " + e.what());
         }
     }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/failure_kind.hpp"
 
 namespace seqinbox {
 
@@ -14,6 +15,7 @@ struct failed_delivery {
     std::string qualified_type;  ///< empty when the type could not be resolved
     std::string idempotence_id;
     std::string context_id;
+    failure_kind kind = failure_kind::listener_failed;
 };
 
 /// `publish(f)` returns only once `f` is durable in the sink; it throws otherwise, and then the

@@ -23,6 +23,7 @@
 // then drops what is left (those records' publish() calls have already thrown).
 //
 // librdkafka stays private: this header needs no librdkafka header.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,8 @@ namespace seqinbox::kafka {
 /// decimal text; an unknown value (no qualified type, no cluster name) is an empty header.
 namespace dead_letter_header {
 inline constexpr std::string_view reason = "seqinbox-reason";
+/// The failure_kind's name (seqinbox/failure_kind.hpp), e.g. "listener_failed".
+inline constexpr std::string_view kind = "seqinbox-failure-kind";
 inline constexpr std::string_view qualified_type = "seqinbox-type";
 inline constexpr std::string_view idempotence_id = "seqinbox-idempotence-id";
 inline constexpr std::string_view context_id = "seqinbox-context-id";
@@ -49,6 +52,11 @@ inline constexpr std::string_view original_cluster = "seqinbox-original-cluster"
 inline constexpr std::string_view omitted = "seqinbox-omitted";
 /// Only with `omitted`: the size in bytes of the original value.
 inline constexpr std::string_view original_value_size = "seqinbox-original-value-size";
+
+/// Every header the sink adds (what a redrive takes off again).
+inline constexpr std::array<std::string_view, 11> all = {reason,         kind,           qualified_type,     idempotence_id,
+                                                          context_id,     original_topic, original_partition, original_offset,
+                                                          original_cluster, omitted,      original_value_size};
 }  // namespace dead_letter_header
 
 struct dead_letter_options {
