@@ -23,6 +23,7 @@
 #endif
 #ifdef SEQINBOX_CLI_HAS_RELAY
 #include "housekeep.hpp"
+#include "redrive.hpp"
 #include "run.hpp"
 #endif
 
@@ -60,6 +61,7 @@ constexpr std::array subcommands{
     subcommand{"housekeep", "run the housekeeping jobs once (--once)", housekeep_command, "seqinbox housekeep --help"},
     subcommand{"run", "the relay: Kafka in, ordered and deduplicated Kafka out, until SIGTERM", run_command,
                "seqinbox run --help"},
+    subcommand{"redrive", "copy dead letters back to an input topic, once each", redrive_command, "seqinbox redrive --help"},
 #endif
 #ifdef SEQINBOX_CLI_HAS_KAFKA
     subcommand{"dev-kafka", "an in-memory Kafka cluster for trying things out and tests, until SIGTERM", dev_kafka_command,
