@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""The web console in headless Chromium (WebDriver): a waiting message is listed, a CONSUME
+clicked with the write token is executed by the relay's pending-action job (PROCESSED after a
+reload), the view token hides the buttons and a forged write is refused with 403, and a
+screenshot at 1280x800 is written.
+
+usage: console_test.py URL VIEW_TOKEN_FILE WRITE_TOKEN_FILE SCREENSHOT_DIR
+"""
+import sys
+import time
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError as e:
+    sys.exit(f"FAILED: python3-selenium is missing ({e}); bash .ci/setup installs chromium, chromium-driver and python3-selenium")
+
+url, view_file, write_file, out_dir = sys.argv[1:5]
+view_token = open(view_file).read().strip()
+write_token = open(write_file).read().strip()
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,800"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def use_token(driver, token):
+    field = driver.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(token, Keys.ENTER)  # the keyboard, as an operator without a mouse
+    WebDriverWait(driver, 20).until(lambda d: "role: none" not in d.find_element(By.ID, "role").text
+                                    and "…" not in d.find_element(By.ID, "role").text)
+
+
+def search(driver, sequence, context_id):
+    driver.find_element(By.ID, "sequence").send_keys(sequence)
+    driver.find_element(By.ID, "context").send_keys(context_id, Keys.ENTER)
+    return WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")))
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+driver = browser()
+try:
+    driver.get(url)
+    use_token(driver, write_token)
+    check("role: write" in driver.find_element(By.ID, "role").text, "the write token does not give the write role")
+    waiting = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "#waiting tr.pick")))
+    check("o-1" in waiting.text, f"the waiting list does not show o-1: {waiting.text!r}")
+    waiting.click()
+    row = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=messages] tr[data-state=WAITING]")))
+    check("OrderShipped" in row.text, f"the waiting message is not OrderShipped: {row.text!r}")
+    message_row_id = row.get_attribute("data-testid")
+    driver.save_screenshot(f"{out_dir}/console.png")
+    row.find_element(By.XPATH, ".//button[starts-with(@data-testid, 'action-CONSUME-')]").click()
+    WebDriverWait(driver, 10).until(lambda d: "requested" in row.text)
+
+    deadline = time.time() + 60
+    state = "WAITING"
+    while time.time() < deadline and state != "PROCESSED":
+        time.sleep(1)
+        driver.refresh()
+        use_token(driver, write_token)
+        search(driver, "OrderSequence", "o-1")
+        state = driver.find_element(By.CSS_SELECTOR, f"[data-testid={message_row_id}]").get_attribute("data-state")
+    check(state == "PROCESSED", f"the consumed message is {state} after 60 s, not PROCESSED")
+    driver.save_screenshot(f"{out_dir}/console-after-consume.png")
+
+    driver.refresh()
+    use_token(driver, view_token)
+    check("role: view" in driver.find_element(By.ID, "role").text, "the view token does not give the view role")
+    search(driver, "OrderSequence", "o-1")
+    buttons = driver.find_elements(By.CSS_SELECTOR, "button.act")
+    check(not buttons, f"the view token still shows {len(buttons)} action buttons")
+    status = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch('/api/v1/instances/actions', {method: 'POST', headers: {'Authorization': 'Bearer ' + arguments[0],
+              'Content-Type': 'application/json'}, body: JSON.stringify({action: 'CLOSE', sequence: 'OrderSequence', context_id: 'o-1'})})
+          .then(r => done(r.status), e => done(String(e)));""", view_token)
+    check(status == 403, f"a write with the view token answered {status}, not 403")
+    print(f"console: listed, consumed through the page, PROCESSED after reload; view token: no buttons, forged write 403; screenshots in {out_dir}")
+finally:
+    driver.quit()
