@@ -25,6 +25,7 @@ set(_seqinbox_package_of_Threads::Threads "Threads")
 set(_seqinbox_package_of_yaml-cpp "yaml-cpp CONFIG")  # Debian's yaml-cpp 0.7 names its target yaml-cpp
 set(_seqinbox_package_of_SOCI::soci_postgresql "SOCI")  # cmake/FindSOCI.cmake; links SOCI::soci_core
 set(_seqinbox_package_of_RdKafka::rdkafka "RdKafka")  # cmake/FindRdKafka.cmake
+set(_seqinbox_package_of_nlohmann_json::nlohmann_json "nlohmann_json CONFIG")
 
 # A package found through one of our find modules (cmake/Find<name>.cmake) needs that module at
 # the consumer too: it is installed beside the config, in modules/, and seqinboxConfig.cmake puts

@@ -8,12 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "seqinbox/error.hpp"
 
@@ -24,10 +27,11 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 constexpr std::size_t max_request_head = 8192;
+constexpr std::size_t max_request_body = 64 * 1024;
 constexpr int stop_check_ms = 100;
 constexpr std::size_t serving_threads = 4;        // handlers: a probe gets through while a scrape is slow
-constexpr std::size_t max_reading = 64;           // connections whose request head is still coming
-constexpr auto patience = std::chrono::seconds(5);  // for the request head, then for the answer
+constexpr std::size_t max_reading = 64;           // connections whose request is still coming
+constexpr auto patience = std::chrono::seconds(5);  // for the request, then for the answer
 
 /// Closes a socket when the scope ends.
 class socket_guard {
@@ -45,24 +49,33 @@ private:
     int fd_;
 };
 
-[[noreturn]] void cannot_listen(std::uint16_t port, const char* step) {
-    throw error(error_category::configuration, "http endpoint: cannot listen on 127.0.0.1:" + std::to_string(port) + " (" +
-                                                   step + ": " + std::strerror(errno) + "); choose another port");
+[[noreturn]] void cannot_listen(const http_address& where, const std::string& why) {
+    throw error(error_category::configuration,
+                "http endpoint: cannot listen on " + where.host + ":" + std::to_string(where.port) + " (" + why + ")");
 }
 
-/// A listening socket bound to 127.0.0.1:`port`.
-int listen_on_loopback(std::uint16_t port) {
+std::optional<in_addr> ipv4_of(const std::string& host) {
+    in_addr address{};
+    if (::inet_pton(AF_INET, host.c_str(), &address) != 1) return std::nullopt;
+    return address;
+}
+
+/// A listening socket bound to `where`.
+int listen_on(const http_address& where) {
+    const auto host = ipv4_of(where.host);
+    if (!host) cannot_listen(where, "'" + where.host + "' is not an IPv4 address such as 127.0.0.1 or 0.0.0.0");
+    const auto failed = [&](const char* step) { cannot_listen(where, std::string(step) + ": " + std::strerror(errno) + "; choose another port"); };
     // non-blocking: of the threads woken by one connection, those that lose the accept go back to waiting
     socket_guard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) cannot_listen(port, "socket");
+    if (fd.get() < 0) failed("socket");
     const int on = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // a restart must not wait for TIME_WAIT
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) cannot_listen(port, "bind");
-    if (::listen(fd.get(), 16) != 0) cannot_listen(port, "listen");
+    address.sin_port = htons(where.port);
+    address.sin_addr = *host;
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) failed("bind");
+    if (::listen(fd.get(), 16) != 0) failed("listen");
     return fd.release();
 }
 
@@ -78,8 +91,16 @@ std::string_view reason_phrase(int status) {
     case 200: return "OK";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 202: return "Accepted";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 421: return "Misdirected Request";
+    case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
@@ -112,37 +133,170 @@ void write_all(int client, std::string_view data, const std::stop_token& stop) {
 std::string render(const http_response& r, bool with_body) {
     std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(reason_phrase(r.status)) +
                       "\r\nContent-Type: " + r.content_type + "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                      "\r\nConnection: close\r\n\r\n";
+                      "\r\nConnection: close\r\n";
+    for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
+    out += "\r\n";
     if (with_body) out += r.body;
     return out;
 }
 
-http_response text(int status, std::string body) { return {status, "text/plain; charset=utf-8", std::move(body)}; }
+http_response text(int status, std::string body) { return {status, "text/plain; charset=utf-8", std::move(body), {}}; }
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+std::string_view trimmed(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/// `s` percent-decoded, '+' as a space; a malformed escape stays as it is.
+std::string percent_decoded(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '+') out += ' ';
+        else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+            i += 2;
+        } else out += s[i];
+    }
+    return out;
+}
+
+/// The header lines of `head` (after the request line), names lower case; none when one is malformed.
+std::optional<std::vector<std::pair<std::string, std::string>>> header_lines(std::string_view head) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    while (!head.empty()) {
+        const auto end = head.find("\r\n");
+        const auto line = head.substr(0, end);
+        head = end == std::string_view::npos ? std::string_view() : head.substr(end + 2);
+        if (line.empty()) continue;
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+        headers.emplace_back(lower(line.substr(0, colon)), std::string(trimmed(line.substr(colon + 1))));
+    }
+    return headers;
+}
+
+/// Content-Length of a request head: 0 without one, none when it is not a number.
+std::optional<std::size_t> content_length(std::string_view head) {
+    const auto headers = header_lines(head.substr(std::min(head.size(), head.find("\r\n") + 2)));
+    if (!headers) return std::nullopt;
+    for (const auto& [name, value] : *headers) {
+        if (name != "content-length") continue;
+        std::size_t length = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+        if (ec != std::errc{} || end != value.data() + value.size()) return std::nullopt;
+        return length;
+    }
+    return 0;
+}
+
+bool chunked(std::string_view head) { return lower(head).find("\r\ntransfer-encoding:") != std::string::npos; }
+
+/// The request in `raw` (head and complete body), or the status and reason refusing it.
+std::variant<http_request, http_response> parsed(const std::string& raw) {
+    const auto head_end = raw.find("\r\n\r\n");
+    const std::string_view head = std::string_view(raw).substr(0, head_end);
+    const std::string_view line = head.substr(0, head.find("\r\n"));
+    const auto first_space = line.find(' ');
+    const auto second_space = line.find(' ', first_space == std::string_view::npos ? line.size() : first_space + 1);
+    if (first_space == std::string_view::npos || second_space == std::string_view::npos) return text(400, "malformed request line\n");
+    auto headers = header_lines(head.substr(std::min(head.size(), line.size() + 2)));
+    if (!headers) return text(400, "malformed header line\n");
+    http_request r;
+    r.method = std::string(line.substr(0, first_space));
+    const std::string_view target = line.substr(first_space + 1, second_space - first_space - 1);
+    const auto question = target.find('?');
+    r.path = std::string(target.substr(0, question));
+    if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
+    r.headers = std::move(*headers);
+    r.body = raw.substr(head_end + 4);
+    return r;
+}
 
 }  // namespace
 
-/// A connection whose request head is still arriving, all read by one thread with poll.
+std::optional<std::string_view> http_request::header(std::string_view name) const {
+    for (const auto& [n, value] : headers)
+        if (n == name) return value;
+    return std::nullopt;
+}
+
+std::optional<std::string> http_request::parameter(std::string_view name) const {
+    for (std::string_view rest = query; !rest.empty();) {
+        const auto amp = rest.find('&');
+        const auto pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        const auto equals = pair.find('=');
+        if (percent_decoded(pair.substr(0, equals)) == name)
+            return equals == std::string_view::npos ? std::string() : percent_decoded(pair.substr(equals + 1));
+    }
+    return std::nullopt;
+}
+
+bool http_address::loopback() const {
+    const auto address = ipv4_of(host);
+    return address && (ntohl(address->s_addr) >> 24) == 127;
+}
+
+/// A connection whose request is still arriving, all read by one thread with poll.
 struct http_endpoint::reading {
     int fd;
-    std::string head;
+    std::string raw;
     steady::time_point deadline;
+    std::optional<http_response> refusal{};
 
-    /// Reads what arrived; true once the head is complete or the client stopped sending.
+    /// Reads what arrived; true once the request is complete or refused.
     bool read_some() {
-        char buffer[1024];
+        char buffer[4096];
         for (;;) {
             const auto n = ::recv(fd, buffer, sizeof buffer, 0);
             if (n < 0 && errno == EINTR) continue;
             if (interrupted(n)) return false;  // nothing more for now
-            if (n <= 0) return true;
-            head.append(buffer, static_cast<std::size_t>(n));
-            if (head.size() >= max_request_head || head.find("\r\n\r\n") != std::string::npos) return true;
+            if (n <= 0) return complete() || refuse(400, "the request ended before it was complete\n");
+            raw.append(buffer, static_cast<std::size_t>(n));
+            if (complete()) return true;
         }
+    }
+
+    /// Whether the head and the body it announces are in, or the request is refused.
+    bool complete() {
+        if (refusal) return true;
+        const auto head_end = raw.find("\r\n\r\n");
+        if (head_end == std::string::npos)
+            return raw.size() > max_request_head && refuse(431, "the request head is larger than 8 KiB\n");
+        if (head_end > max_request_head) return refuse(431, "the request head is larger than 8 KiB\n");
+        const std::string_view head = std::string_view(raw).substr(0, head_end + 2);
+        if (chunked(head)) return refuse(411, "a request body needs a Content-Length (no Transfer-Encoding)\n");
+        const auto length = content_length(head);
+        if (!length) return refuse(400, "malformed Content-Length\n");
+        if (*length > max_request_body) return refuse(413, "the request body is larger than 64 KiB\n");
+        return raw.size() >= head_end + 4 + *length;
+    }
+
+    bool refuse(int status, std::string why) {
+        refusal = text(status, std::move(why));
+        return true;
     }
 };
 
 http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_handler> routes)
-    : listener_(listen_on_loopback(port)), port_(bound_port(listener_)) {
+    : http_endpoint(http_address{.host = "127.0.0.1", .port = port}, std::move(routes), {}) {}
+
+http_endpoint::http_endpoint(const http_address& where, std::map<std::string, http_handler> routes, http_service others)
+    : others_(std::move(others)), listener_(listen_on(where)), port_(bound_port(listener_)) {
     socket_guard until_serving(listener_);  // no destructor runs for a half-built object
     for (auto& [path, handler] : routes) routes_[path].handler = std::move(handler);
     try {
@@ -158,7 +312,7 @@ http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_hand
 http_endpoint::~http_endpoint() {
     stop_serving();
     ::close(listener_);
-    for (const auto& request : ready_) ::close(request.first);
+    for (const auto& request : ready_) ::close(request.fd);
 }
 
 void http_endpoint::stop_serving() noexcept {
@@ -167,7 +321,7 @@ void http_endpoint::stop_serving() noexcept {
     threads_.clear();  // joins
 }
 
-// One thread reads every request head, each connection against its own deadline: a client that
+// One thread reads every request, each connection against its own deadline: a client that
 // dribbles or stays silent costs a slot in a poll set, not a serving thread.
 void http_endpoint::read_requests(const std::stop_token& stop) {
     std::vector<reading> open;
@@ -180,7 +334,8 @@ void http_endpoint::read_requests(const std::stop_token& stop) {
         for (std::size_t i = 0; i < open.size(); ++i) {
             auto& r = open[i];
             const bool complete = ready[i + 1].revents != 0 && r.read_some();
-            if (complete || now >= r.deadline) hand_over(std::move(r), !complete);
+            if (complete) hand_over({r.fd, std::move(r.raw), std::move(r.refusal)});
+            else if (now >= r.deadline) hand_over({r.fd, {}, text(408, "the request did not arrive within 5 s\n")});
             else still_open.push_back(std::move(r));
         }
         open = std::move(still_open);
@@ -201,10 +356,10 @@ void http_endpoint::accept_new(std::vector<reading>& open, steady::time_point no
     }
 }
 
-void http_endpoint::hand_over(reading&& r, bool timed_out) {
+void http_endpoint::hand_over(arrived&& a) {
     {
         const std::lock_guard lock(ready_mutex_);
-        ready_.emplace_back(r.fd, timed_out ? std::nullopt : std::optional<std::string>(std::move(r.head)));
+        ready_.push_back(std::move(a));
     }
     ready_changed_.notify_one();
 }
@@ -213,31 +368,39 @@ void http_endpoint::serve(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
         std::unique_lock lock(ready_mutex_);
         if (!ready_changed_.wait(lock, stop, [&] { return !ready_.empty(); })) return;
-        auto [fd, head] = std::move(ready_.front());
+        auto request = std::move(ready_.front());
         ready_.pop_front();
         lock.unlock();
-        socket_guard client(fd);
-        answer(client.get(), head, stop);
+        socket_guard client(request.fd);
+        answer(client.get(), request, stop);
     }
 }
 
-void http_endpoint::answer(int client, const std::optional<std::string>& head, const std::stop_token& stop) {
+void http_endpoint::answer(int client, const arrived& a, const std::stop_token& stop) {
     const auto reply = [&](const http_response& response, bool with_body) { write_all(client, render(response, with_body), stop); };
-    if (!head) return reply(text(408, "the request head did not arrive within 5 s\n"), true);
-    const auto line_end = head->find("\r\n");
-    const std::string_view line = std::string_view(*head).substr(0, line_end);
-    const auto first_space = line.find(' ');
-    const auto second_space = line.find(' ', first_space == std::string_view::npos ? line.size() : first_space + 1);
-    if (line_end == std::string::npos || first_space == std::string_view::npos || second_space == std::string_view::npos)
-        return reply(text(400, "malformed request line\n"), true);
-    const std::string_view method = line.substr(0, first_space);
-    std::string_view target = line.substr(first_space + 1, second_space - first_space - 1);
-    target = target.substr(0, target.find('?'));  // a scraper may add parameters; the paths take none
-    const bool head_only = method == "HEAD";
-    if (method != "GET" && !head_only) return reply(text(405, "only GET and HEAD\n"), true);
-    const auto found = routes_.find(std::string(target));
-    if (found == routes_.end()) return reply(text(404, "no such path: " + std::string(target) + "\n"), !head_only);
-    reply(called(found->second), !head_only);
+    if (a.refusal) return reply(*a.refusal, true);
+    auto request = parsed(a.raw);
+    if (auto* refused = std::get_if<http_response>(&request)) return reply(*refused, true);
+    auto& r = std::get<http_request>(request);
+    const bool head_only = r.method == "HEAD";
+    if (head_only) r.method = "GET";
+    reply(dispatch(r), !head_only);
+}
+
+http_response http_endpoint::dispatch(const http_request& request) {
+    const auto found = routes_.find(request.path);
+    if (found != routes_.end()) {
+        if (request.method != "GET") return text(405, "only GET and HEAD\n");
+        return called(found->second);
+    }
+    if (!others_) return text(404, "no such path: " + request.path + "\n");
+    try {
+        return others_(request);
+    } catch (const std::exception& e) {
+        return text(500, std::string("handler failed: ") + e.what() + "\n");
+    } catch (...) {
+        return text(500, "handler failed\n");
+    }
 }
 
 http_response http_endpoint::called(route& r) {

@@ -18,6 +18,7 @@
 #include "seqinbox/postgresql/inbox.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "seqinbox/relay/http_endpoint.hpp"
+#include "seqinbox/relay/operator_api.hpp"
 #include "seqinbox/yaml/loader.hpp"
 
 namespace seqinbox::relay {
@@ -112,7 +113,8 @@ public:
           retries_(*metrics_.shared_registry()),
           members_(make_members()),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
-          http_(options_.http_port, routes()) {
+          api_(store_, http_access(options_.tokens, where()), {.expiring_share = options_.expiring_share}),
+          http_(where(), routes(), [this](const http_request& r) { return api_(r); }) {
         for (const auto& m : members_) publish_released_messages(m->inbox);
     }
 
@@ -127,7 +129,7 @@ public:
             {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
         });
         note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) + " consumer thread(s), batches of up to " +
-                                  std::to_string(options_.batch_size) + " records, /metrics and /healthz on 127.0.0.1:" + std::to_string(http_.port()));
+                                  std::to_string(options_.batch_size) + " records, " + serving());
     }
 
     void stop() {
@@ -226,6 +228,15 @@ private:
     static std::string_view partition_key_of(const inbox_type::context& c) {
         if (c.context_id.empty() && c.record.key) return *c.record.key;
         return c.context_id;
+    }
+
+    http_address where() const { return {.host = options_.http_host, .port = options_.http_port}; }
+
+    /// What the HTTP endpoint offers, and where.
+    std::string serving() const {
+        const auto& t = options_.tokens;
+        return "/metrics, /healthz, the operator API and console on http://" + options_.http_host + ":" + std::to_string(http_.port()) +
+               "/ (views " + (t.view ? "need a token" : "open") + ", writes " + (t.write ? "need the write token" : "disabled") + ")";
     }
 
     std::map<std::string, http_handler> routes() {
@@ -339,6 +350,7 @@ private:
     std::atomic<bool> stopped_{false};
     std::vector<std::thread> consumers_;
     std::unique_ptr<detail::job_schedule> schedule_;
+    operator_api<pg::store> api_;
     http_endpoint http_;  // last: its routes use the members above, and it stops first
 };
 

@@ -25,6 +25,7 @@
 #include "housekeep.hpp"
 #include "redrive.hpp"
 #include "run.hpp"
+#include "serve.hpp"
 #endif
 
 namespace {
@@ -61,6 +62,8 @@ constexpr std::array subcommands{
     subcommand{"housekeep", "run the housekeeping jobs once (--once)", housekeep_command, "seqinbox housekeep --help"},
     subcommand{"run", "the relay: Kafka in, ordered and deduplicated Kafka out, until SIGTERM", run_command,
                "seqinbox run --help"},
+    subcommand{"serve", "the operator HTTP API and web console of an inbox database, until SIGTERM", serve_command,
+               "seqinbox serve --help"},
     subcommand{"redrive", "copy dead letters back to an input topic, once each", redrive_command, "seqinbox redrive --help"},
 #endif
 #ifdef SEQINBOX_CLI_HAS_KAFKA

@@ -101,18 +101,6 @@ void print_instances(const std::vector<sequence_instance>& rows, bool json) {
     std::cout << rows.size() << (rows.size() == 1 ? " instance\n" : " instances\n");
 }
 
-/// The reason a refused request gives; `target` names what was asked for.
-std::string refusal_text(request_outcome outcome, const std::string& target) {
-    switch (outcome) {
-    case request_outcome::not_found: return "no " + target;
-    case request_outcome::wrong_state: return target + " is not in a state the action takes (a message must be WAITING or FAILED, an instance OPEN)";
-    case request_outcome::no_record:
-        return target + " FAILED on its first delivery and holds no record to replay; resend it (seqinbox redrive) instead";
-    case request_outcome::accepted: break;
-    }
-    return target + ": " + std::string(to_string(outcome));
-}
-
 /// Prints what a request found; the exit status.
 int report_request(std::string_view command, request_outcome outcome, const std::string& target) {
     if (!accepted(outcome)) {
@@ -170,13 +158,8 @@ int sequences_command(std::span<const std::string_view> args) {
     const auto call = parse(args, "sequences", usage, 0, [&](option_reader& r) {
         if (r.flag("--expired") || r.flag("--expiring")) expired = r.flag("--expired");
         else if (auto v = r.value("--limit")) limit = r.number("--limit", *v, 1, 1'000'000);
-        else if (auto s = r.value("--share")) {
-            const std::string text(*s);
-            char* end = nullptr;
-            share = std::strtod(text.c_str(), &end);
-            if (text.empty() || *end != '\0' || !(share > 0 && share <= 1))
-                throw usage_error("seqinbox sequences: option '--share' expects a number in (0, 1], not '" + text + "'");
-        } else return false;
+        else if (auto s = r.value("--share")) share = r.share("--share", *s);
+        else return false;
         return true;
     });
     if (!call) return exit_ok;

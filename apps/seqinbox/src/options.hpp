@@ -2,6 +2,7 @@
 // Command-line parsing shared by the subcommands: `--name value`, `--name=value` and flags.
 // A usage_error ends the program with exit code 2; its text names the offending word.
 #include <charconv>
+#include <cstdlib>
 #include <map>
 #include <chrono>
 #include <cstdint>
@@ -62,6 +63,16 @@ public:
             throw usage_error(prefix() + "option '" + std::string(name) + "' expects a whole number from " +
                               std::to_string(min) + " to " + std::to_string(max) + ", not '" + std::string(text) + "'");
         return n;
+    }
+
+    /// Parses the value of option `name` as a share: a number in (0, 1].
+    double share(std::string_view name, std::string_view text) const {
+        const std::string value(text);
+        char* end = nullptr;
+        const double share = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(share > 0 && share <= 1))
+            throw usage_error(prefix() + "option '" + std::string(name) + "' expects a number in (0, 1], not '" + value + "'");
+        return share;
     }
 
     /// Parses the value of option `name` as a duration: a whole number with unit ms, s, m, h or

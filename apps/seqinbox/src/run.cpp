@@ -22,8 +22,9 @@ constexpr std::string_view usage_text =
     "The relay: consumes the topics the declarations name, and publishes every released message,\n"
     "in the declared order per context and once per logical message, to its sequence's output\n"
     "topic with the original key, value and headers. Failed deliveries go to the dead-letter topic.\n"
-    "Serves /metrics and /healthz on 127.0.0.1, runs the pending-action and housekeeping jobs, logs\n"
-    "one line per decision, and stops gracefully on SIGTERM or SIGINT.\n"
+    "Serves /metrics, /healthz, the operator API (/api/v1) and the web console (/) on one port,\n"
+    "runs the pending-action and housekeeping jobs, logs one line per decision, and stops gracefully\n"
+    "on SIGTERM or SIGINT.\n"
     "\n"
     "options:\n"
     "  --declarations FILE       YAML sequence declarations (built-in extractors only)\n"
@@ -40,7 +41,6 @@ constexpr std::string_view usage_text =
     "  --threads N               consumer threads (default 1)\n"
     "  --batch-size N            records a consumer thread decides in one transaction (default 250)\n"
     "  --batch-linger D          how long a batch waits for more records after its first (default 5ms)\n"
-    "  --http-port PORT          loopback port of /metrics and /healthz (default 9464; 0: a free one, logged)\n"
     "  --actions-every D         pending-action job interval (default 10s)\n"
     "  --action-page-size N      instances per page of that job (default 100)\n"
     "  --action-pages N          pages per run of that job (default 10)\n"
@@ -58,6 +58,7 @@ struct run_call {
     std::optional<std::string> group_id;  ///< unset: the relay's default
     kafka::properties consumer;
     std::map<std::string, std::string> other_clusters;  ///< name -> bootstrap servers
+    http_flags http;
 };
 
 log_level level_named(std::string_view text) {
@@ -83,7 +84,6 @@ bool read_relay_flag(option_reader& r, run_call& call) {
     else if (auto v = r.value("--threads")) o.consumer_threads = r.number("--threads", *v, 1, 64);
     else if (auto v = r.value("--batch-size")) o.batch_size = r.number("--batch-size", *v, 1, 100000);
     else if (auto v = r.value("--batch-linger")) o.batch_linger = r.duration("--batch-linger", *v);
-    else if (auto v = r.value("--http-port")) o.http_port = static_cast<std::uint16_t>(r.number("--http-port", *v, 0, 65535));
     else if (auto v = r.value("--actions-every")) o.actions_every = r.duration("--actions-every", *v);
     else if (auto v = r.value("--action-page-size")) o.action_page_size = r.number("--action-page-size", *v, 1, 100000);
     else if (auto v = r.value("--action-pages")) o.action_pages = r.number("--action-pages", *v, 1, 100000);
@@ -109,12 +109,14 @@ std::vector<kafka::cluster_config> clusters_of(const run_call& call) {
 
 std::optional<relay::relay_options> parse(std::span<const std::string_view> args) {
     run_call call;
+    call.http.port = call.options.http_port;
     for (option_reader r(args, "run"); r.next();) {
         if (r.flag("--help") || r.flag("-h")) {
-            std::cout << usage_text << producer_flags_help << housekeeping_flags_help(run_housekeeping_batch_flag) << exit_text;
+            std::cout << usage_text << http_flags_help(relay::relay_options{}.http_port, "/metrics, /healthz, the API and console") << producer_flags_help
+                      << housekeeping_flags_help(run_housekeeping_batch_flag) << exit_text;
             return std::nullopt;
         }
-        if (!read_relay_flag(r, call) && !read_producer_flag(r, call.bootstrap_servers, call.options.producer) &&
+        if (!read_relay_flag(r, call) && !read_http_flag(r, call.http) && !read_producer_flag(r, call.bootstrap_servers, call.options.producer) &&
             !read_housekeeping_flag(r, call.options.housekeeping, run_housekeeping_batch_flag))
             r.unknown();
     }
@@ -123,6 +125,9 @@ std::optional<relay::relay_options> parse(std::span<const std::string_view> args
     require_option("run", !call.bootstrap_servers.empty(), "--bootstrap-servers");
     require_option("run", !call.options.dead_letter_topic.empty(), "--dead-letter-topic");
     call.options.clusters = clusters_of(call);
+    call.options.http_host = call.http.host;
+    call.options.http_port = call.http.port;
+    call.options.tokens = call.http.tokens();
     return std::move(call.options);
 }
 

@@ -3,12 +3,16 @@
 // (`run`, `housekeep`): each reader takes the current argument when it is one of its options.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "options.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/properties.hpp"
+#include "seqinbox/relay/http_access.hpp"
 
 namespace seqinbox::cli {
 
@@ -57,6 +61,35 @@ inline bool read_producer_flag(option_reader& r, std::string& bootstrap_servers,
         return true;
     }
     return false;
+}
+
+/// Where the HTTP endpoint (operator API, console, /metrics, /healthz) listens, and its tokens.
+struct http_flags {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 0;
+    std::optional<std::filesystem::path> view_token_file{};
+    std::optional<std::filesystem::path> write_token_file{};
+
+    relay::access_tokens tokens() const { return relay::read_access_tokens(view_token_file, write_token_file); }
+};
+
+/// The HTTP options' help, `what` naming what the port serves.
+inline std::string http_flags_help(std::uint16_t default_port, std::string_view what) {
+    return "  --http-address IP         IPv4 address of " + std::string(what) + " (default 127.0.0.1; another needs a view token)\n"
+           "  --http-port PORT          its port (default " + std::to_string(default_port) + "; 0: a free one, logged)\n"
+           "  --view-token-file FILE    bearer token that lets the operator API and console read (default: the\n"
+           "                            environment variable SEQINBOX_VIEW_TOKEN; none: views open on loopback)\n"
+           "  --write-token-file FILE   bearer token that also lets them request actions (default: the environment\n"
+           "                            variable SEQINBOX_WRITE_TOKEN; none: no writes)\n";
+}
+
+inline bool read_http_flag(option_reader& r, http_flags& f) {
+    if (auto v = r.value("--http-address")) f.host = std::string(*v);
+    else if (auto v = r.value("--http-port")) f.port = static_cast<std::uint16_t>(r.number("--http-port", *v, 0, 65535));
+    else if (auto v = r.value("--view-token-file")) f.view_token_file = std::string(*v);
+    else if (auto v = r.value("--write-token-file")) f.write_token_file = std::string(*v);
+    else return false;
+    return true;
 }
 
 }  // namespace seqinbox::cli

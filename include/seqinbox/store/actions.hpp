@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,6 +43,20 @@ constexpr std::string_view to_string(request_outcome o) noexcept {
     case request_outcome::no_record: return "no_record";
     }
     return "unknown";
+}
+
+/// Why a request was refused, for an operator: `target` names what was asked for ("message 7").
+inline std::string refusal_text(request_outcome o, std::string_view target) {
+    const std::string t(target);
+    switch (o) {
+    case request_outcome::not_found: return "no " + t;
+    case request_outcome::wrong_state:
+        return t + " is not in a state the action takes (a message must be WAITING or FAILED, an instance OPEN)";
+    case request_outcome::no_record:
+        return t + " FAILED on its first delivery and holds no record to replay; resend it (seqinbox redrive) instead";
+    case request_outcome::accepted: break;
+    }
+    return t + ": " + std::string(to_string(o));
 }
 
 /// A pending request on an instance. Its action and time tell it from a request that replaced

@@ -4,8 +4,9 @@
 // released message, in the declared order per context and once per logical message, to the
 // output topic of its sequence, keeping the original key, value and headers (the type and
 // idempotence-id headers included). Failed deliveries go to the dead-letter topic. It serves
-// /metrics and /healthz on the loopback interface and runs the pending-action and housekeeping
-// jobs on schedule.
+// /metrics, /healthz, the operator API and the web console (seqinbox/relay/operator_api.hpp) on
+// one HTTP port, on the loopback interface unless told otherwise, and runs the pending-action
+// and housekeeping jobs on schedule.
 //
 // Guarantees are the inbox's (docs/guarantees.md) with the publisher as the listener: a record reaches the
 // output topic before its message is recorded PROCESSED, so a crash between the two publishes it
@@ -35,6 +36,7 @@
 #include "seqinbox/kafka/properties.hpp"
 #include "seqinbox/kafka/source.hpp"
 #include "seqinbox/logger/concept.hpp"
+#include "seqinbox/relay/http_access.hpp"
 
 namespace seqinbox::relay {
 
@@ -69,8 +71,12 @@ struct relay_options {
     /// max.poll.records is 500.
     std::size_t batch_size = 250;
     std::chrono::milliseconds batch_linger{5};
-    /// Loopback port of /metrics and /healthz; 0 picks a free one (see http_port()).
+    /// Port of /metrics, /healthz, the operator API and console; 0 picks a free one (see http_port()).
     std::uint16_t http_port = 9464;
+    /// The IPv4 address it listens on; one that is not loopback needs a view token.
+    std::string http_host = "127.0.0.1";
+    /// The operator API's tokens (read_access_tokens); none: views on loopback only, no writes.
+    access_tokens tokens{};
     std::chrono::milliseconds actions_every{std::chrono::seconds(10)};
     std::size_t action_page_size = 100;
     std::size_t action_pages = 10;
