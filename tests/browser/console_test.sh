@@ -35,8 +35,9 @@ DB="host=$W user=postgres dbname=postgres"
 seqinbox migrate --postgres "$DB" >/dev/null
 # OrderShipped before its predecessor OrderValidated: it waits
 echo 'o-1:{"order":{"id":"o-1"}}' | kcat -b "$KAFKA" -P -t orders -K: -H message-type=OrderShipped -H idempotence-id=s-1
-printf 'view-%s\n' "$RANDOM$RANDOM" >"$W/view-token"
-printf 'write-%s\n' "$RANDOM$RANDOM" >"$W/write-token"
+token() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+echo "view-$(token)" >"$W/view-token"
+echo "write-$(token)" >"$W/write-token"
 seqinbox run --declarations "$source_dir/tests/examples/relay_orders.yaml" --postgres "$DB" --bootstrap-servers "$KAFKA" \
   --input-topic orders --output-topic OrderSequence=orders-in-order --dead-letter-topic orders-dlq \
   --http-port 0 --view-token-file "$W/view-token" --write-token-file "$W/write-token" --actions-every 1s 2>"$W/relay.log" &

@@ -1,5 +1,5 @@
 #pragma once
-// A minimal HTTP client for the relay's loopback endpoint (/metrics, /healthz) in tests.
+// A minimal HTTP client for the relay's loopback endpoint (/metrics, /healthz, the operator API) in tests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace seqinbox::test {
 
@@ -30,16 +31,16 @@ struct http_reply {
     std::string body;
 };
 
-/// GET `path` from 127.0.0.1:`port` (status 0: no connection, or no answer when a wait for the
-/// endpoint took longer than `patience`; zero patience waits as long as it takes).
-inline http_reply http_get(std::uint16_t port, const std::string& path, std::chrono::seconds patience = std::chrono::seconds(0)) {
+/// Sends `request` (raw bytes) to 127.0.0.1:`port` and reads the answer (status 0: no
+/// connection, or no answer when a wait for the endpoint took longer than `patience`; zero
+/// patience waits as long as it takes).
+inline http_reply http_exchange(std::uint16_t port, const std::string& request, std::chrono::seconds patience = std::chrono::seconds(0)) {
     const int fd = connect_loopback(port);
     http_reply reply;
     if (fd < 0) return reply;
     const timeval limit{static_cast<time_t>(patience.count()), 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
     std::string response;
     char buffer[4096];
@@ -51,6 +52,20 @@ inline http_reply http_get(std::uint16_t port, const std::string& path, std::chr
     reply.body = response.substr(blank + 4);
     if (response.starts_with("HTTP/1.1 ")) reply.status = std::stoi(response.substr(9, 3));
     return reply;
+}
+
+/// GET `path` from 127.0.0.1:`port`; see http_exchange.
+inline http_reply http_get(std::uint16_t port, const std::string& path, std::chrono::seconds patience = std::chrono::seconds(0)) {
+    return http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", patience);
+}
+
+/// `method` `path` with `headers` (each "Name: value") and `body` (sent with its Content-Length when not empty).
+inline http_reply http_call(std::uint16_t port, const std::string& method, const std::string& path, const std::vector<std::string>& headers,
+                            const std::string& body = {}) {
+    std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (const auto& h : headers) request += h + "\r\n";
+    if (!body.empty()) request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    return http_exchange(port, request + "\r\n" + body, std::chrono::seconds(10));
 }
 
 }  // namespace seqinbox::test

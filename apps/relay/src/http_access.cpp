@@ -73,6 +73,7 @@ access_tokens read_access_tokens(const std::optional<std::filesystem::path>& vie
 }
 
 http_access::http_access(access_tokens tokens, const http_address& where) : tokens_(std::move(tokens)) {
+    where.check();
     if (!tokens_.view && !where.loopback())
         throw error(error_category::configuration, "operator API: refusing to listen on " + where.host +
                                                        " without a view token: anybody who reaches it could read the inbox; give "

@@ -62,8 +62,8 @@ std::optional<in_addr> ipv4_of(const std::string& host) {
 
 /// A listening socket bound to `where`.
 int listen_on(const http_address& where) {
+    where.check();
     const auto host = ipv4_of(where.host);
-    if (!host) cannot_listen(where, "'" + where.host + "' is not an IPv4 address such as 127.0.0.1 or 0.0.0.0");
     const auto failed = [&](const char* step) { cannot_listen(where, std::string(step) + ": " + std::strerror(errno) + "; choose another port"); };
     // non-blocking: of the threads woken by one connection, those that lose the accept go back to waiting
     socket_guard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -244,6 +244,12 @@ std::optional<std::string> http_request::parameter(std::string_view name) const 
             return equals == std::string_view::npos ? std::string() : percent_decoded(pair.substr(equals + 1));
     }
     return std::nullopt;
+}
+
+void http_address::check() const {
+    if (!ipv4_of(host))
+        throw error(error_category::configuration,
+                    "http endpoint: '" + host + "' is not an IPv4 address such as 127.0.0.1 or 0.0.0.0");
 }
 
 bool http_address::loopback() const {

@@ -102,6 +102,7 @@ class relay::impl {
 public:
     impl(relay_options options, std::ostream& log)
         : options_(std::move(options)),
+          access_(options_.tokens, where()),  // refuses an open address before anything connects
           logger_(log, options_.log_threshold),
           decls_(load(options_)),
           store_({.conninfo = options_.conninfo, .pool_size = options_.consumer_threads * 2 + 2}),
@@ -113,7 +114,7 @@ public:
           retries_(*metrics_.shared_registry()),
           members_(make_members()),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
-          api_(store_, http_access(options_.tokens, where()), {.expiring_share = options_.expiring_share}),
+          api_(store_, access_, {.expiring_share = options_.expiring_share}),
           http_(where(), routes(), [this](const http_request& r) { return api_(r); }) {
         for (const auto& m : members_) publish_released_messages(m->inbox);
     }
@@ -334,6 +335,7 @@ private:
     }
 
     relay_options options_;
+    http_access access_;
     logger::stream_logger logger_;
     declarations<std::string> decls_;
     pg::store store_;

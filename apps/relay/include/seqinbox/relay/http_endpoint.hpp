@@ -64,6 +64,8 @@ struct http_address {
 
     /// 127.0.0.0/8 (a host that is not an IPv4 address is not).
     bool loopback() const;
+    /// Throws seqinbox::error (configuration) naming the host when it is not an IPv4 address.
+    void check() const;
 };
 
 class http_endpoint {
