@@ -222,7 +222,7 @@ std::variant<http_request, http_response> parsed(const std::string& raw) {
     r.path = std::string(target.substr(0, question));
     if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
     r.headers = std::move(*headers);
-    r.body = raw.substr(head_end + 4);
+    r.body = raw.substr(head_end + 4, content_length(head).value_or(0));  // bytes after the body are not part of it
     return r;
 }
 

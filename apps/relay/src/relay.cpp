@@ -236,8 +236,8 @@ private:
     /// What the HTTP endpoint offers, and where.
     std::string serving() const {
         const auto& t = options_.tokens;
-        return "/metrics, /healthz, the operator API and console on http://" + options_.http_host + ":" + std::to_string(http_.port()) +
-               "/ (views " + (t.view ? "need a token" : "open") + ", writes " + (t.write ? "need the write token" : "disabled") + ")";
+        return "/metrics, /healthz, the operator API and console on " + options_.http_host + ":" + std::to_string(http_.port()) +
+               " (views " + (t.view ? "need a token" : "open") + ", writes " + (t.write ? "need the write token" : "disabled") + ")";
     }
 
     std::map<std::string, http_handler> routes() {

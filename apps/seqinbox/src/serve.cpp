@@ -76,8 +76,8 @@ int serve_command(std::span<const std::string_view> args) {
         where, {{"/healthz", [] { return relay::http_response{200, "text/plain; charset=utf-8", "ok\n", {}}; }}},
         [&api](const relay::http_request& r) { return api(r); });
     logger::stream_logger log(std::cerr);
-    log.log(log_level::info, "serving the operator API and console on http://" + where.host + ":" + std::to_string(endpoint.port()) +
-                                 "/ (views " + (views_open ? "open" : "need a token") + ", writes " +
+    log.log(log_level::info, "serving the operator API and console on " + where.host + ":" + std::to_string(endpoint.port()) +
+                                 " (views " + (views_open ? "open" : "need a token") + ", writes " +
                                  (writes ? "need the write token" : "disabled") + ")");
     const std::string_view received = wait_for_stop_signal(signals);
     log.log(log_level::info, "stopping on " + std::string(received));
