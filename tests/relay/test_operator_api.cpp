@@ -143,6 +143,8 @@ BOOST_AUTO_TEST_CASE(a_message_by_id_and_by_key_with_its_instance) {
     expect_refusal(f.call("GET", "/api/v1/messages/424242", view_token), 404, "message 424242");
     expect_refusal(f.call("GET", "/api/v1/messages?type=OrderPrepared&idempotence_id=nope", view_token), 404, "'nope'");
     expect_refusal(f.call("GET", "/api/v1/messages?idempotence_id=p1", view_token), 400, "'type' is missing");
+    expect_refusal(f.call("GET", "/api/v1/messages?type=%ff&idempotence_id=p1", view_token), 400, "'type' must be UTF-8 text");
+    expect_refusal(f.call("GET", "/api/v1/messages?type=A%00B&idempotence_id=p1", view_token), 400, "without NUL");
 }
 
 BOOST_AUTO_TEST_CASE(waiting_longest_lists_the_oldest_first_with_their_age) {
@@ -181,6 +183,8 @@ BOOST_AUTO_TEST_CASE(expired_and_expiring_instances_come_in_pages_that_follow_ne
     expect_refusal(f.call("GET", "/api/v1/instances/expired?limit=0", view_token), 400, "'limit' must be a whole number from 1 to 1000, not '0'");
     expect_refusal(f.call("GET", "/api/v1/instances/expired?limit=5000", view_token), 400, "not '5000'");
     expect_refusal(f.call("GET", "/api/v1/instances/expired?after=yesterday", view_token), 400, "not 'yesterday'");
+    // a cursor past what a timestamp holds (it overflowed when converted to nanoseconds)
+    expect_refusal(f.call("GET", "/api/v1/instances/expired?after=9223372036854775807.1", view_token), 400, "not '9223372036854775807.1'");
     expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=1.5", view_token), 400, "'share' must be a number in (0, 1], not '1.5'");
 }
 
@@ -254,6 +258,12 @@ BOOST_AUTO_TEST_CASE(bad_bodies_are_refused_naming_what_is_wrong) {
     expect_refusal(f.post(messages, R"({"action": "CONSUME", "id": 1, "force": true})"), 400, "unknown field 'force'");
     expect_refusal(f.post(messages, R"({"action": "CONSUME", "id": 1, "type": "OrderShipped"})"), 400, "give either");
     expect_refusal(f.post(messages, ""), 400, "not JSON");
+    // a deep body is refused, not dumped recursively into the error text (that overflowed the stack)
+    expect_refusal(f.post(messages, std::string(30000, '[') + std::string(30000, ']')), 400, "not a JSON array");
+    expect_refusal(f.post(messages, R"({"action": "CONSUME", "id": )" + std::string(30000, '[') + std::string(30000, ']') + "}"), 400,
+                   "not a JSON array");
+    expect_refusal(f.post(messages, R"({"action": "EXPIRE", "type": "OrderShipped\u0000zzz", "idempotence_id": "s1"})"), 400,
+                   "without NUL characters");
     expect_refusal(f.post("/api/v1/instances/actions", R"({"action": "CONSUME", "id": 1})"), 400, "CONSUME_ALL or CLOSE");
     BOOST_TEST(f.h.inbox->run_pending_actions() == 0u);  // nothing was requested
 }

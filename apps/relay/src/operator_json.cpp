@@ -37,18 +37,37 @@ std::string cursor_of(const sequence_instance& row) {
     return std::to_string(micros) + "." + std::to_string(row.id);
 }
 
+/// A client's value in an error text: scalars as they are, containers by their type only
+/// (dumping is recursive: a deeply nested body must not exhaust the stack).
+std::string shown(const json& value) {
+    if (value.is_structured()) return std::string("a JSON ") + value.type_name();
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+/// Text a client gave, refused when it holds NUL or is not UTF-8 (the store could not take it as is).
+std::string checked_text(std::string text, const std::string& name) {
+    bool utf8 = true;
+    try {
+        (void)json(text).dump();
+    } catch (const json::type_error&) {
+        utf8 = false;
+    }
+    if (!utf8 || text.find('\0') != std::string::npos) bad_request("'" + name + "' must be UTF-8 text without NUL characters");
+    return text;
+}
+
 json parsed_body(std::string_view body) {
     json document = json::parse(body, nullptr, false);
     if (document.is_discarded()) bad_request("the body is not JSON: '" + std::string(body.substr(0, 200)) + "'");
-    if (!document.is_object()) bad_request("the body must be a JSON object, not " + document.dump());
+    if (!document.is_object()) bad_request("the body must be a JSON object, not " + shown(document));
     return document;
 }
 
 std::string string_field(const json& body, const std::string& name) {
     const auto& value = body.at(name);
     if (!value.is_string() || value.get_ref<const std::string&>().empty())
-        bad_request("'" + name + "' must be a non-empty string, not " + value.dump());
-    return value.get<std::string>();
+        bad_request("'" + name + "' must be a non-empty string, not " + shown(value));
+    return checked_text(value.get<std::string>(), name);
 }
 
 /// The target of an action body: "id", or both of `names`; no other field besides "action".
@@ -62,7 +81,7 @@ std::variant<std::int64_t, std::pair<std::string, std::string>> target_of(const 
     if (by_id == by_names) bad_request("give either 'id' or '" + first + "' and '" + second + "'");
     if (by_id) {
         const auto& id = body.at("id");
-        if (!id.is_number_integer() || id.get<std::int64_t>() <= 0) bad_request("'id' must be a positive integer, not " + id.dump());
+        if (!id.is_number_integer() || id.get<std::int64_t>() <= 0) bad_request("'id' must be a positive integer, not " + shown(id));
         return id.get<std::int64_t>();
     }
     if (!body.contains(first) || !body.contains(second)) bad_request("give both '" + first + "' and '" + second + "'");
@@ -78,7 +97,7 @@ Action action_of(const json& body, std::initializer_list<Action> actions) {
         if (value.is_string() && value.get_ref<const std::string&>() == to_string(a)) return a;
         names += (names.empty() ? "" : " or ") + std::string(to_string(a));
     }
-    bad_request("'action' must be " + names + ", not " + value.dump());
+    bad_request("'action' must be " + names + ", not " + shown(value));
 }
 
 }  // namespace
@@ -171,7 +190,9 @@ scan_position after_parameter(const http_request& r) {
     const auto dot = text->find('.');
     const auto micros = whole_number<std::int64_t>(std::string_view(*text).substr(0, dot));
     const auto id = dot == std::string::npos ? std::nullopt : whole_number<std::int64_t>(std::string_view(*text).substr(dot + 1));
-    if (!micros || !id) bad_request("'after' must be the 'next' of the page before, not '" + *text + "'");
+    constexpr auto max_micros = std::chrono::duration_cast<std::chrono::microseconds>(timestamp::duration::max()).count();
+    if (!micros || !id || *micros < -max_micros || *micros > max_micros)
+        bad_request("'after' must be the 'next' of the page before, not '" + *text + "'");
     return {timestamp(std::chrono::microseconds(*micros)), *id};
 }
 
@@ -195,7 +216,7 @@ std::vector<std::string> required_parameters(const http_request& r, std::initial
     for (const auto name : names) {
         auto value = r.parameter(name);
         if (!value || value->empty()) bad_request("the query parameter '" + std::string(name) + "' is missing");
-        values.push_back(std::move(*value));
+        values.push_back(checked_text(std::move(*value), std::string(name)));
     }
     return values;
 }
