@@ -336,6 +336,12 @@ BOOST_AUTO_TEST_CASE(oversize_and_chunked_requests_are_refused) {
     BOOST_TEST(chunked.status == 411);
     const auto bad_length = si::test::http_exchange(f.endpoint.port(), "POST /api/v1/messages/actions HTTP/1.1\r\nContent-Length: ten\r\n\r\n", 10s);
     BOOST_TEST(bad_length.status == 400);
+    const auto twice = si::test::http_exchange(f.endpoint.port(),
+                                               "POST /api/v1/messages/actions HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello", 10s);
+    BOOST_TEST(twice.status == 400);
+    const auto spaced = si::test::http_exchange(
+        f.endpoint.port(), "POST /api/v1/messages/actions HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 10s);
+    BOOST_TEST(spaced.status == 411);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

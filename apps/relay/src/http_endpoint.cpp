@@ -189,21 +189,26 @@ std::optional<std::vector<std::pair<std::string, std::string>>> header_lines(std
     return headers;
 }
 
-/// Content-Length of a request head: 0 without one, none when it is not a number.
+/// Content-Length of a request head: 0 without one, none when it is not a number or given twice.
 std::optional<std::size_t> content_length(std::string_view head) {
     const auto headers = header_lines(head.substr(std::min(head.size(), head.find("\r\n") + 2)));
     if (!headers) return std::nullopt;
+    std::optional<std::size_t> found;
     for (const auto& [name, value] : *headers) {
         if (name != "content-length") continue;
         std::size_t length = 0;
         const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-        if (ec != std::errc{} || end != value.data() + value.size()) return std::nullopt;
-        return length;
+        if (ec != std::errc{} || end != value.data() + value.size() || found) return std::nullopt;
+        found = length;
     }
-    return 0;
+    return found.value_or(0);
 }
 
-bool chunked(std::string_view head) { return lower(head).find("\r\ntransfer-encoding:") != std::string::npos; }
+/// Whether the head names a Transfer-Encoding (whatever the spacing: the name is trimmed).
+bool chunked(std::string_view head) {
+    const auto headers = header_lines(head.substr(std::min(head.size(), head.find("\r\n") + 2)));
+    return headers && std::ranges::any_of(*headers, [](const auto& h) { return trimmed(h.first) == "transfer-encoding"; });
+}
 
 /// The request in `raw` (head and complete body), or the status and reason refusing it.
 std::variant<http_request, http_response> parsed(const std::string& raw) {
