@@ -339,6 +339,8 @@ BOOST_AUTO_TEST_CASE(oversize_and_chunked_requests_are_refused) {
     const auto twice = si::test::http_exchange(f.endpoint.port(),
                                                "POST /api/v1/messages/actions HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello", 10s);
     BOOST_TEST(twice.status == 400);
+    // a request line alone, without any header, is a request (no Host: refused by the Host check, not as malformed)
+    expect_refusal(si::test::http_exchange(f.endpoint.port(), "GET /api/v1/counts HTTP/1.1\r\n\r\n", 10s), 401, "required");
     const auto spaced = si::test::http_exchange(
         f.endpoint.port(), "POST /api/v1/messages/actions HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 10s);
     BOOST_TEST(spaced.status == 411);

@@ -174,9 +174,14 @@ std::string percent_decoded(std::string_view s) {
     return out;
 }
 
-/// The header lines of `head` (after the request line), names lower case; none when one is malformed.
-std::optional<std::vector<std::pair<std::string, std::string>>> header_lines(std::string_view head) {
-    std::vector<std::pair<std::string, std::string>> headers;
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+/// The header lines of a request head (after its request line), names trimmed and lower case;
+/// none when one is malformed.
+std::optional<header_list> headers_of(std::string_view head) {
+    const auto request_line_end = head.find("\r\n");
+    head = request_line_end == std::string_view::npos ? std::string_view() : head.substr(request_line_end + 2);
+    header_list headers;
     while (!head.empty()) {
         const auto end = head.find("\r\n");
         const auto line = head.substr(0, end);
@@ -184,17 +189,15 @@ std::optional<std::vector<std::pair<std::string, std::string>>> header_lines(std
         if (line.empty()) continue;
         const auto colon = line.find(':');
         if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-        headers.emplace_back(lower(line.substr(0, colon)), std::string(trimmed(line.substr(colon + 1))));
+        headers.emplace_back(lower(trimmed(line.substr(0, colon))), std::string(trimmed(line.substr(colon + 1))));
     }
     return headers;
 }
 
-/// Content-Length of a request head: 0 without one, none when it is not a number or given twice.
-std::optional<std::size_t> content_length(std::string_view head) {
-    const auto headers = header_lines(head.substr(std::min(head.size(), head.find("\r\n") + 2)));
-    if (!headers) return std::nullopt;
+/// Content-Length: 0 without one, none when it is not a number or given twice.
+std::optional<std::size_t> content_length(const header_list& headers) {
     std::optional<std::size_t> found;
-    for (const auto& [name, value] : *headers) {
+    for (const auto& [name, value] : headers) {
         if (name != "content-length") continue;
         std::size_t length = 0;
         const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
@@ -204,10 +207,8 @@ std::optional<std::size_t> content_length(std::string_view head) {
     return found.value_or(0);
 }
 
-/// Whether the head names a Transfer-Encoding (whatever the spacing: the name is trimmed).
-bool chunked(std::string_view head) {
-    const auto headers = header_lines(head.substr(std::min(head.size(), head.find("\r\n") + 2)));
-    return headers && std::ranges::any_of(*headers, [](const auto& h) { return trimmed(h.first) == "transfer-encoding"; });
+bool chunked(const header_list& headers) {
+    return std::ranges::any_of(headers, [](const auto& h) { return h.first == "transfer-encoding"; });
 }
 
 /// The request in `raw` (head and complete body), or the status and reason refusing it.
@@ -218,7 +219,7 @@ std::variant<http_request, http_response> parsed(const std::string& raw) {
     const auto first_space = line.find(' ');
     const auto second_space = line.find(' ', first_space == std::string_view::npos ? line.size() : first_space + 1);
     if (first_space == std::string_view::npos || second_space == std::string_view::npos) return text(400, "malformed request line\n");
-    auto headers = header_lines(head.substr(std::min(head.size(), line.size() + 2)));
+    auto headers = headers_of(head);
     if (!headers) return text(400, "malformed header line\n");
     http_request r;
     r.method = std::string(line.substr(0, first_space));
@@ -226,8 +227,8 @@ std::variant<http_request, http_response> parsed(const std::string& raw) {
     const auto question = target.find('?');
     r.path = std::string(target.substr(0, question));
     if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
+    r.body = raw.substr(head_end + 4, content_length(*headers).value_or(0));  // bytes after the body are not part of it
     r.headers = std::move(*headers);
-    r.body = raw.substr(head_end + 4, content_length(head).value_or(0));  // bytes after the body are not part of it
     return r;
 }
 
@@ -289,9 +290,10 @@ struct http_endpoint::reading {
         if (head_end == std::string::npos)
             return raw.size() > max_request_head && refuse(431, "the request head is larger than 8 KiB\n");
         if (head_end > max_request_head) return refuse(431, "the request head is larger than 8 KiB\n");
-        const std::string_view head = std::string_view(raw).substr(0, head_end + 2);
-        if (chunked(head)) return refuse(411, "a request body needs a Content-Length (no Transfer-Encoding)\n");
-        const auto length = content_length(head);
+        const auto headers = headers_of(std::string_view(raw).substr(0, head_end));
+        if (!headers) return refuse(400, "malformed header line\n");
+        if (chunked(*headers)) return refuse(411, "a request body needs a Content-Length (no Transfer-Encoding)\n");
+        const auto length = content_length(*headers);
         if (!length) return refuse(400, "malformed Content-Length\n");
         if (*length > max_request_body) return refuse(413, "the request body is larger than 64 KiB\n");
         return raw.size() >= head_end + 4 + *length;
