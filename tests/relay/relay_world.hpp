@@ -94,10 +94,20 @@ struct relay_world {
     }
 
     /// Ends every open connection to the database (the relay reconnects); how many were ended.
+    /// Returns once the ended backends have left pg_stat_activity (pg_terminate_backend() only
+    /// signals them), so that a connection counted afterwards is a new one, not one still exiting.
     long long terminate_connections() const {
         soci::session admin(soci::postgresql, server->conninfo());
-        return test::count(admin, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
-                                          database_name() + "'");
+        const std::string ours = "FROM pg_stat_activity WHERE datname = '" + database_name() + "' AND pid <> pg_backend_pid()";
+        admin << "CREATE TEMP TABLE IF NOT EXISTS ended (pid int)";
+        admin << "DELETE FROM ended";
+        admin << "INSERT INTO ended SELECT pid " + ours;
+        const auto ended = test::count(admin, "SELECT count(pg_terminate_backend(pid)) FROM ended");
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (test::count(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid IN (SELECT pid FROM ended)") > 0 &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return ended;
     }
 
     std::string database_name() const {
