@@ -394,9 +394,15 @@ BOOST_AUTO_TEST_CASE(a_partition_back_after_a_failed_revocation_commit_does_not_
     polling_b.reset();
     b->close();
     b.reset();
-    // A gets B's partition back: what A decided there before must not be committed now.
+    // A gets B's partition back: what A decided there before must not be committed now. The
+    // rebalance count rises as A's assignment callback starts; the line reporting where the
+    // partition starts comes after the callback forgot what A tracked there: wait for both.
     BOOST_TEST_REQUIRE(wait_for([&] { return a->statistics().rebalances >= 5u; }, 60s));
-    std::this_thread::sleep_for(1s);
+    const std::string back = "cluster '': " + topic + "/" + std::to_string(lost) + " starts at committed offset 10";
+    BOOST_TEST_REQUIRE(wait_for([&] {
+        std::lock_guard lock(reported_mutex);
+        return std::ranges::count(reported, back) >= 1;
+    }), "A reported taking " << topic << "/" << lost << " back at offset 10");
     polling_a.reset();
     a->commit();
     BOOST_TEST(cluster.committed("stale", topic, 2)[lost] == 10);
@@ -524,6 +530,10 @@ BOOST_AUTO_TEST_CASE(two_clusters_feed_one_sequence) {
 
     auto options = options_for(main_cluster, "two-clusters");
     options.clusters.push_back({"audit", si::testing::consumer_properties(audit_cluster.bootstraps(), "two-clusters")});
+    // poll() shares poll_timeout between the clusters in turn: once one cluster is drained,
+    // every other poll waits out its share there (50 ms of the default 100 ms), about 13 s
+    // for this stream. The test is about where the records come from, not that wait.
+    options.poll_timeout = 10ms;
     si::memory::store store;
     call_log log;
     service s(store, log, options, decls);
