@@ -99,9 +99,7 @@ struct relay_world {
     long long terminate_connections() const {
         soci::session admin(soci::postgresql, server->conninfo());
         const std::string ours = "FROM pg_stat_activity WHERE datname = '" + database_name() + "' AND pid <> pg_backend_pid()";
-        admin << "CREATE TEMP TABLE IF NOT EXISTS ended (pid int)";
-        admin << "DELETE FROM ended";
-        admin << "INSERT INTO ended SELECT pid " + ours;
+        admin << "CREATE TEMP TABLE ended AS SELECT pid " + ours;  // this session's own table
         const auto ended = test::count(admin, "SELECT count(pg_terminate_backend(pid)) FROM ended");
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         while (test::count(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid IN (SELECT pid FROM ended)") > 0 &&

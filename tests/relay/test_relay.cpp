@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_database_outage_under_four_consumer_threads_loses_nothing
     BOOST_TEST(count(world.conninfo, processed) == logical);
     BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
 
-    const auto records = world.cluster.read_all(output, output_partitions, static_cast<std::size_t>(world.published()));
+    const auto records = world.cluster.read_written(output, output_partitions);  // the relay has exited: all it wrote
     expect_in_declared_order(records, work, records.size());  // at least once: an outage may repeat a publish
     BOOST_TEST(world.cluster.end_offsets(dead_letters, 1).at(0) == 0, "nothing is dead-lettered");  // the relay has exited
 }
