@@ -11,10 +11,12 @@
 // bundle of member types (claim, propagation, decoder, clock, metrics, logger; see
 // seqinbox/policies.hpp); derive from default_policies to override one. The stateful ones are
 // passed as one aggregate, last: `{.logger = logger::stream_logger(std::clog)}`.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -166,45 +168,57 @@ public:
         return count;
     }
 
-    /// Decides `records` in one transaction (seqinbox/batch.hpp): every result is the one
-    /// delivering them one after another in this order would give, and the error sink hears of
-    /// the batch's direct failures and rejections once it committed (of a released message's
-    /// failure at once). Does not acknowledge. Throws when the batch did
-    /// not commit: deliver all of it again.
+    /// Decides `records` in as few transactions as the store's limits allow (seqinbox/batch.hpp;
+    /// one unless the batch is larger than max_batch_records()), in order: every result is the
+    /// one delivering them one after another in this order would give, and the error sink hears
+    /// of a part's direct failures and rejections once it committed (of a released message's
+    /// failure at once). Does not acknowledge. Throws when a part did not commit: deliver all of
+    /// it again (records of parts that committed are then duplicates).
     std::vector<delivery_result> deliver_batch(std::span<const envelope> records, const batch_hooks& hooks = {})
         requires batch_claim_policy<Claim, transaction>
     {
         ensure_ready();
-        const auto started = std::chrono::steady_clock::now();
-        std::vector<delivery_result> results(records.size());
-        batch_effects classified;  // the rejections and unsequenced failures: no transaction
-        std::vector<batch_item> items = classify_batch(records, classified, results);
-        batch_effects effects = sequence_batch(items, results, hooks);
-        for (auto* f : {&classified.to_sink, &effects.to_sink})
-            for (const auto& failure : *f) sink_->publish(failure);
-        const auto elapsed = std::chrono::steady_clock::now() - started;
-        for (const auto& result : results) metrics_.handled(metric_type(result), elapsed);
+        std::vector<delivery_result> results;
+        for (const auto part : parts_of(records)) {
+            auto decided = deliver_part(part, hooks);
+            std::ranges::move(decided, std::back_inserter(results));
+        }
         return results;
     }
 
     /// Polls up to `max` deliveries (the source's poll_batch when it has one), decides them with
-    /// deliver_batch and acknowledges each. When the batch did not commit, a redelivering source
-    /// gets every one back (last first, so that it ends at the first) and this rethrows.
+    /// deliver_batch and acknowledges each part once it committed. When a part did not commit, a
+    /// redelivering source gets it and the rest back (last first, so that it ends at the first
+    /// of them) and this rethrows.
     std::vector<delivery_result> poll_batch(std::size_t max, const batch_hooks& hooks = {})
         requires batch_claim_policy<Claim, transaction>
     {
         const std::vector<envelope> records = take(max);
         if (records.empty()) return {};
+        ensure_ready();
         std::vector<delivery_result> results;
-        try {
-            results = deliver_batch(records, hooks);
-        } catch (...) {
-            if constexpr (redelivering_source<Source>)
-                for (auto it = records.rbegin(); it != records.rend(); ++it) source_->redeliver(*it);
-            throw;
+        for (const auto part : parts_of(records)) {
+            std::vector<delivery_result> decided;
+            try {
+                decided = deliver_part(part, hooks);
+            } catch (...) {
+                if constexpr (redelivering_source<Source>)
+                    for (auto it = records.rbegin(); it != records.rend() && &*it >= part.data(); ++it) source_->redeliver(*it);
+                throw;
+            }
+            for (const auto& record : part) source_->acknowledge(record);
+            std::ranges::move(decided, std::back_inserter(results));
         }
-        for (const auto& record : records) source_->acknowledge(record);
         return results;
+    }
+
+    /// The most records one batch transaction decides: what the store's limits allow (see its
+    /// max_batch_records), unlimited for a store without any.
+    std::size_t max_batch_records() const {
+        if constexpr (requires(const Store& st) { { st.max_batch_records(true) } -> std::convertible_to<std::size_t>; })
+            return std::max<std::size_t>(1, store_->max_batch_records(Propagation::joins_claim_transaction));
+        else
+            return std::numeric_limits<std::size_t>::max();
     }
 
     /// Executes pending operator actions (docs/operations.md): up to `pages` pages of `page_size` instances,
@@ -492,6 +506,8 @@ private:
         }
         try {
             invoke_direct(s, d);
+        } catch (const store_fault&) {
+            throw;
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
             fail(s, instance, d, current_fault());  // the kind and text of the exception being handled
@@ -531,6 +547,29 @@ private:
         }
     }
 
+    /// `records` in consecutive parts of at most max_batch_records().
+    std::vector<std::span<const envelope>> parts_of(std::span<const envelope> records) const {
+        const std::size_t most = max_batch_records();
+        std::vector<std::span<const envelope>> parts;
+        for (std::size_t first = 0; first < records.size(); first += most)
+            parts.push_back(records.subspan(first, std::min(most, records.size() - first)));
+        return parts;
+    }
+
+    /// deliver_batch of one part, in one transaction.
+    std::vector<delivery_result> deliver_part(std::span<const envelope> records, const batch_hooks& hooks) {
+        const auto started = std::chrono::steady_clock::now();
+        std::vector<delivery_result> results(records.size());
+        batch_effects classified;  // the rejections and unsequenced failures: no transaction
+        std::vector<batch_item> items = classify_batch(records, classified, results);
+        batch_effects effects = sequence_batch(items, results, hooks);
+        for (auto* f : {&classified.to_sink, &effects.to_sink})
+            for (const auto& failure : *f) sink_->publish(failure);
+        const auto elapsed = std::chrono::steady_clock::now() - started;
+        for (const auto& result : results) metrics_.handled(metric_type(result), elapsed);
+        return results;
+    }
+
     /// A sequenced delivery of a batch: its place in the batch, its instance, its claim once tried.
     struct batch_item {
         std::size_t index;
@@ -551,13 +590,19 @@ private:
 
     /// Steps 3 to 7 for the batch's sequenced deliveries, in one transaction; again from the
     /// start when an instance was removed or belongs to another context (as for one delivery).
+    /// The instances come before the transaction begins: a batch holds one pooled connection, as
+    /// one delivery under `required` does.
     batch_effects sequence_batch(std::vector<batch_item>& items, std::vector<delivery_result>& results, const batch_hooks& hooks) {
         for (int attempt = 1;; ++attempt) {
             batch_effects effects;
             if (items.empty() && !hooks.before_commit) return effects;
+            const timestamp now = clock_.now();
+            std::vector<batch_item*> all;
+            for (auto& item : items) all.push_back(&item);
+            resolve_instances(all, now);
             transaction tx = store_->begin();
             scope s{tx, &effects};
-            if (!decide_rounds(s, items, results, attempt)) continue;
+            if (!decide_rounds(s, all, results, attempt, now)) continue;
             if (hooks.before_commit) hooks.before_commit();
             tx.commit();
             return effects;
@@ -578,12 +623,8 @@ private:
     /// deleted, none waits for another transaction, and the first round takes claims and locks in
     /// a fixed order (two batches do not wait for each other in a cycle). What the batch buffered
     /// and did not release is stored at the end. False: start the batch again.
-    bool decide_rounds(scope& s, std::vector<batch_item>& items, std::vector<delivery_result>& results, int attempt) {
-        const timestamp now = clock_.now();
+    bool decide_rounds(scope& s, std::vector<batch_item*> pending, std::vector<delivery_result>& results, int attempt, timestamp now) {
         std::map<instance_id, locked_instance> locked;
-        std::vector<batch_item*> pending;
-        for (auto& item : items) pending.push_back(&item);
-        resolve_instances(pending, now);
         std::set<claim_key> tried;  // keys whose claim a decision of the batch tried
         for (bool first = true; !pending.empty(); first = false) {
             const auto round = to_claim(pending, tried, s.batch->forgotten);
@@ -592,9 +633,15 @@ private:
             read_ahead(s.t1, round, pending, locked, now);
             std::vector<batch_item*> undecided;
             std::set<context_key> behind;  // contexts with an undecided delivery earlier in this round
+            bool barrier = false;  // an unsequenced delivery waits for one before it: so does everything after it
             for (batch_item* item : pending) {
-                if (item->d.direct) {  // in its place: its listener runs after the records before it
+                if (item->d.direct && !barrier && undecided.empty()) {  // in its place: after the records before it
                     results[item->index] = handle_directly(s.batch, item->d);
+                    continue;
+                }
+                if (item->d.direct || barrier) {
+                    barrier = true;
+                    undecided.push_back(item);
                     continue;
                 }
                 if (behind.contains(context_of(*item)) || !ready(s, *item)) {
@@ -1222,6 +1269,8 @@ private:
             auto again = decoder_.decode(record);
             decoded = true;
             guarded_invoke(t1, again.message, record, type, row.idempotence_id, context_id);
+        } catch (const store_fault&) {
+            throw;
         } catch (...) {
             require_connection(t1, row.type, row.idempotence_id);
             const listener_fault fault = decoded ? current_fault() : undecodable_on_replay();
@@ -1268,19 +1317,51 @@ private:
     }
 
     /// Under `required` the listener writes into T1, so a failing replay must undo only its own
-    /// writes: a savepoint scopes them.
+    /// writes: a savepoint scopes them. A store error at the savepoint's bounds (a deferred write
+    /// sent with it failed) is a store_fault: it fails the transaction with its own cause, and
+    /// never counts as the listener's failure.
     void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
                         const std::string& idempotence_id, const std::string& context_id, bool replayed = true) {
         if constexpr (Propagation::joins_claim_transaction) {  // savepoints: only then required of the store
-            auto point = t1.savepoint();
+            const auto point = store_step(t1, [&] { return t1.savepoint(); });
             try {
                 invoke(message, record, type, idempotence_id, context_id, replayed, &t1);
             } catch (...) {
-                t1.rollback_to(point);
+                if (!t1.active()) throw;  // T1 is gone: the caller has the delivery redelivered
+                store_step(t1, [&] {
+                    t1.rollback_to(point);
+                    end_scope(t1, point);
+                });
                 throw;
             }
+            store_step(t1, [&] { end_scope(t1, point); });
         } else {
             invoke(message, record, type, idempotence_id, context_id, replayed, &t1);
+        }
+    }
+
+    /// A savepoint's scope ends once its listener returned (where the store can say so): its
+    /// writes join the enclosing transaction, and the savepoints of a batch do not nest.
+    template <class Point>
+    static void end_scope(transaction& t1, const Point& point) {
+        if constexpr (requires { t1.release(point); }) t1.release(point);
+    }
+
+    /// A store error of the engine's own step beside a listener.
+    struct store_fault : error {
+        explicit store_fault(const error& e) : error(e) {}
+    };
+
+    template <class Step>
+    static decltype(auto) store_step(transaction& t1, Step step) {
+        try {
+            return step();
+        } catch (const store_fault&) {
+            throw;
+        } catch (const error& e) {
+            if (!t1.active() && e.category() != error_category::connection)
+                throw store_fault(error(error_category::connection, std::string("the claim transaction lost its connection: ") + e.what()));
+            throw store_fault(e);
         }
     }
 

@@ -98,3 +98,17 @@ BOOST_AUTO_TEST_CASE(two_batches_do_not_wait_for_each_other_across_rounds) {
     const bool b_blocked = driver.status(b) == memory::task_status::blocked;
     BOOST_TEST(!(a_blocked && b_blocked), "deadlock: A blocked at " << driver.position(a) << ", B blocked at " << driver.position(b));
 }
+
+// Issue 33, item 6: one by one, `c1 c1 v9` (c1 fails, its resend runs, then the record without a
+// context id); a batch decides the resend in a later round, and the unsequenced record must not
+// overtake it.
+BOOST_AUTO_TEST_CASE(an_unsequenced_record_does_not_overtake_a_resend_decided_in_a_later_round) {
+    world single, batched;
+    for (world* w : {&single, &batched}) w->failing[{"OrderCreated", "c1"}] = 1;
+    const std::vector<envelope> records{record("OrderCreated", "c1", "o1"), record("OrderCreated", "c1", "o1"),
+                                        record("OrderValidated", "v9", ""), record("OrderCreated", "c2", "o2")};
+    for (const auto& r : records) single.inbox.deliver(r);
+    batched.inbox.deliver_batch(records);
+    BOOST_TEST(calls_text(single.calls) == "OrderCreated/c1@o1 OrderCreated/c1@o1 OrderValidated/v9@ OrderCreated/c2@o2 ");
+    BOOST_TEST(calls_text(batched.calls) == calls_text(single.calls));
+}

@@ -44,8 +44,12 @@ namespace seqinbox::test {
 class pg_server {
 public:
     enum class commits { not_durable, durable };
+    /// `raised`: max_connections 200 for the concurrency tests; `server_defaults`: the settings a
+    /// fresh server has (max_connections 100, max_locks_per_transaction 64).
+    enum class limits { raised, server_defaults };
 
-    explicit pg_server(commits durability = commits::not_durable) : durability_(durability) {
+    explicit pg_server(commits durability = commits::not_durable, limits lock_limits = limits::raised)
+        : durability_(durability), limits_(lock_limits) {
         remove_stale_servers();
         dir_ = make_directory();
         try {
@@ -162,7 +166,7 @@ private:
 
     bool try_start() const {
         const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " + quote(dir_.string()) +
-                                    " -c max_connections=200" +
+                                    (limits_ == limits::raised ? " -c max_connections=200" : "") +
                                     (durability_ == commits::durable
                                          ? ""
                                          : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
@@ -265,6 +269,7 @@ private:
     }
 
     commits durability_;
+    limits limits_;
     std::filesystem::path dir_;
     int port_ = 0;
     pid_t watchdog_ = -1;

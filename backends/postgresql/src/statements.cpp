@@ -1,5 +1,9 @@
 #include "statements.hpp"
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "codec.hpp"
 
 namespace seqinbox::postgresql::detail {
@@ -79,6 +83,25 @@ const named_sql& begin_sql() {
 const named_sql& commit_sql() {
     static const named_sql s = named("commit", "COMMIT");
     return s;
+}
+
+const named_sql& savepoint_sql(savepoint_command command, std::size_t depth) {
+    static std::mutex mutex;
+    static std::map<std::pair<savepoint_command, std::size_t>, named_sql> made;  // nodes stay put: pipelines keep pointers
+    const std::lock_guard lock(mutex);
+    auto [at, fresh] = made.try_emplace({command, depth});
+    if (fresh) {
+        const std::string point = "seqinbox_" + std::to_string(depth);
+        const std::string depth_text = std::to_string(depth);
+        switch (command) {
+        case savepoint_command::take: at->second = {"seqinbox_savepoint_" + depth_text, "SAVEPOINT " + point}; break;
+        case savepoint_command::release: at->second = {"seqinbox_release_" + depth_text, "RELEASE SAVEPOINT " + point}; break;
+        case savepoint_command::roll_back_to:
+            at->second = {"seqinbox_rollback_to_" + depth_text, "ROLLBACK TO SAVEPOINT " + point};
+            break;
+        }
+    }
+    return at->second;
 }
 
 // A transactional logical-decoding message is the smallest write: it takes a transaction id and

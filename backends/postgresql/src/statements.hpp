@@ -25,6 +25,10 @@ named_sql named(const char* name, std::string text);
 /// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
 const named_sql& begin_sql();
 const named_sql& commit_sql();
+/// SAVEPOINT, RELEASE SAVEPOINT and ROLLBACK TO SAVEPOINT of the savepoint `depth` deep (1 for
+/// the outermost): savepoints nest, so a name per depth keeps the prepared statements few.
+enum class savepoint_command { take, release, roll_back_to };
+const named_sql& savepoint_sql(savepoint_command command, std::size_t depth);
 /// A write of no consequence: autocommitted, it returns once all WAL written so far is flushed.
 const named_sql& wal_flush_sql();
 /// The seed's claim (type, idempotence id, instance, at): the affected-row count decides.

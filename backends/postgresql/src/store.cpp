@@ -65,7 +65,19 @@ struct actions_clearing {
     instance_id instance;
     pending_actions read;
 };
-using deferred_write = std::variant<claim_deletion, message_insertion, message_storing, state_change, instance_closing, actions_clearing>;
+/// SAVEPOINT and RELEASE travel with the writes around them: a listener that sends nothing costs
+/// no round trip for its savepoint (see transaction::impl::savepoint).
+struct savepoint_taking {
+    store::savepoint_id point;
+    std::size_t depth;
+};
+struct savepoint_release {
+    store::savepoint_id point;
+    std::size_t depth;
+};
+using deferred_write = std::variant<claim_deletion, message_insertion, message_storing, state_change, instance_closing, actions_clearing,
+                                    savepoint_taking, savepoint_release>;
+
 
 /// A key or value as hex, or SQL NULL for a null one (kept apart from an empty one).
 void bind_bytes(std::string& hex, soci::indicator& null, const record_bytes& bytes) {
@@ -187,6 +199,15 @@ struct write_queue {
     void operator()(const message_storing& w) { stores.push_back(store_parameters(w.row)); }
     void operator()(const instance_closing& w) { closings.push_back({microseconds_text(w.at), std::to_string(w.id)}); }
     void operator()(const message_insertion&) {}  // not batchable: sent on its own
+    // The grouped writes stay on their side of a savepoint's bounds.
+    void operator()(const savepoint_taking& w) {
+        finish();
+        batch.statement(detail::savepoint_sql(detail::savepoint_command::take, w.depth), {});
+    }
+    void operator()(const savepoint_release& w) {
+        finish();
+        batch.statement(detail::savepoint_sql(detail::savepoint_command::release, w.depth), {});
+    }
     void operator()(const auto& w) { queue_write(batch, w); }
 
     void finish() {
@@ -195,6 +216,9 @@ struct write_queue {
         queue_rows(batch, detail::message_states_update_sql(), changes);
         queue_rows(batch, detail::messages_store_sql(), stores);
         queue_rows(batch, detail::instances_close_sql(), closings);
+        states.clear();
+        stores.clear();
+        closings.clear();
     }
 };
 
@@ -223,6 +247,8 @@ const char* describe(const deferred_write& w) {
             else if constexpr (std::is_same_v<W, message_storing>) return "storing a sequenced message";
             else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
             else if constexpr (std::is_same_v<W, actions_clearing>) return "clearing executed operator actions";
+            else if constexpr (std::is_same_v<W, savepoint_taking>) return "creating a savepoint";
+            else if constexpr (std::is_same_v<W, savepoint_release>) return "releasing a savepoint";
             else return "closing a sequence instance";
         },
         w);
@@ -297,13 +323,16 @@ public:
             begin_if_needed();
             flush();
         }
-        return guarded(doing, [&](detail::connection& c) {
-            auto statements = c.batch();
-            if (!begun_) statements.statement(detail::begin_sql(), {});
-            begun_ = true;  // also when the batch fails: rollback() then ends the transaction
-            queue_writes(statements, std::exchange(pending_, {}));
-            queue(statements);
-            return statements.run();
+        const auto writes = std::exchange(pending_, {});
+        return sending(writes, [&] {
+            return guarded(doing, [&](detail::connection& c) {
+                auto statements = c.batch();
+                if (!begun_) statements.statement(detail::begin_sql(), {});
+                begun_ = true;  // also when the batch fails: rollback() then ends the transaction
+                queue_writes(statements, writes);
+                queue(statements);
+                return statements.run();
+            });
         });
     }
 
@@ -314,7 +343,7 @@ public:
 
     void commit() {
         require_active();
-        if (!begun_ && pending_.size() <= 1) {  // one write is atomic on its own: no BEGIN/COMMIT
+        if (!begun_ && pending_.size() <= 1 && open_.empty()) {  // one write is atomic on its own: no BEGIN/COMMIT
             if (!pending_.empty()) send(pending_.front());
             finish();
             return;
@@ -345,18 +374,43 @@ public:
         finish();
     }
 
+    // A savepoint is deferred like a write: it reaches the server with the next round trip (the
+    // listener's first statement, through session()), or never when a release follows at once.
+    // Should that round trip fail, the savepoint does not exist: releasing or rolling back to it
+    // rethrows that failure, so a store error is never taken for the listener's.
     store::savepoint_id savepoint() {
+        require_active();
         const auto point = ++savepoints_;
-        read("creating a savepoint", [&](detail::connection& c) { c.session() << "SAVEPOINT " + savepoint_name(point); });
+        open_.push_back(point);
+        pending_.push_back(savepoint_taking{point, open_.size()});
         return point;
     }
 
     void rollback_to(store::savepoint_id point) {
-        pending_.clear();  // deferred writes all came after the latest flush, so after `point`
+        const std::size_t depth = depth_of(point);
         unstored_.clear();  // claims after `point` are undone: from now on store_message asks the server
-        guarded("rolling back to a savepoint",
-                [&](detail::connection& c) { c.session() << "ROLLBACK TO SAVEPOINT " + savepoint_name(point); });
+        open_.resize(depth);  // later savepoints end; this one stays, as in SQL
+        if (const auto unsent = unsent_savepoint(point); unsent != pending_.end()) {
+            pending_.erase(std::next(unsent), pending_.end());  // nothing after it reached the server
+            return;
+        }
+        pending_.clear();  // deferred writes all came after the latest flush, so after `point`
+        guarded("rolling back to a savepoint", [&](detail::connection& c) {
+            auto statements = c.batch();
+            statements.statement(detail::savepoint_sql(detail::savepoint_command::roll_back_to, depth), {});
+            statements.run();
+        });
         aborted_ = false;
+    }
+
+    void release(store::savepoint_id point) {
+        const std::size_t depth = depth_of(point);
+        open_.resize(depth - 1);
+        if (const auto unsent = unsent_savepoint(point); unsent != pending_.end() && std::next(unsent) == pending_.end()) {
+            pending_.pop_back();  // nothing was written in its scope
+            return;
+        }
+        defer(savepoint_release{point, depth});
     }
 
     soci::session& session() {
@@ -380,7 +434,34 @@ public:
     void step_beside_unflushed() noexcept { steps_beside_unflushed_ = true; }
 
 private:
-    static std::string savepoint_name(store::savepoint_id point) { return "seqinbox_" + std::to_string(point); }
+    /// The depth of open savepoint `point`; rethrows the failure of the round trip that was to
+    /// create it.
+    std::size_t depth_of(store::savepoint_id point) {
+        if (const auto failed = never_created_.find(point); failed != never_created_.end()) std::rethrow_exception(failed->second);
+        require_active();
+        const auto at = std::ranges::find(open_, point);
+        if (at == open_.end()) throw error(error_category::misuse, "savepoint " + std::to_string(point) + " is not open in this transaction");
+        return static_cast<std::size_t>(at - open_.begin()) + 1;
+    }
+
+    std::vector<deferred_write>::iterator unsent_savepoint(store::savepoint_id point) {
+        return std::ranges::find_if(pending_, [&](const deferred_write& w) {
+            const auto* taking = std::get_if<savepoint_taking>(&w);
+            return taking != nullptr && taking->point == point;
+        });
+    }
+
+    /// Runs `send(writes)`; when it fails, the savepoints among `writes` were never created.
+    template <class Send>
+    decltype(auto) sending(const std::vector<deferred_write>& writes, Send&& send) {
+        try {
+            return send();
+        } catch (...) {
+            for (const auto& w : writes)
+                if (const auto* taking = std::get_if<savepoint_taking>(&w)) never_created_.emplace(taking->point, std::current_exception());
+            throw;
+        }
+    }
 
     void require_active() const {
         if (ended_) throw error(error_category::misuse, "use of a PostgreSQL store transaction that has ended");
@@ -425,7 +506,9 @@ private:
             return;
         }
         auto writes = std::exchange(pending_, {});
-        for (const auto& w : writes) send(w);
+        sending(writes, [&] {
+            for (const auto& w : writes) send(w);
+        });
     }
 
     void send(const deferred_write& w) {
@@ -457,6 +540,8 @@ private:
     bool claim_won_ = false;  ///< its commit writes WAL, so it waits for the flush (synchronous_commit)
     bool steps_beside_unflushed_ = false;
     store::savepoint_id savepoints_ = 0;
+    std::vector<store::savepoint_id> open_;  ///< savepoints created or deferred, not released, outermost first
+    std::map<store::savepoint_id, std::exception_ptr> never_created_;  ///< their round trip failed
     std::vector<deferred_write> pending_;
     std::set<claim_key> unstored_;  ///< won claims of keys without rows, none stored since
 };
@@ -767,6 +852,7 @@ void store::transaction::clear_actions(instance_id instance, const seqinbox::pen
 
 store::savepoint_id store::transaction::savepoint() { return checked(impl_).savepoint(); }
 void store::transaction::rollback_to(savepoint_id point) { checked(impl_).rollback_to(point); }
+void store::transaction::release(savepoint_id point) { checked(impl_).release(point); }
 void store::transaction::commit() { checked(impl_).commit(); }
 void store::transaction::rollback() { checked(impl_).rollback(); }
 soci::session& store::transaction::session() { return checked(impl_).session(); }
@@ -821,10 +907,30 @@ store::store(store_options options) : pool_(std::make_shared<detail::pool>(std::
     auto conn = pool_->acquire();
     try {
         check_schema(conn->session(), pool_->options().conninfo);
+        read_lock_table(conn->session());
     } catch (const soci::soci_error& e) {
         detail::fail(*conn.operator->(), e, "checking the seqinbox schema", pool_->options().conninfo);
     }
 }
+
+void store::read_lock_table(soci::session& session) {
+    const auto setting = [&](const char* name) { return query_number(session, std::string("SELECT current_setting('") + name + "')::bigint"); };
+    const long long per_transaction = setting("max_locks_per_transaction");
+    const long long connections = setting("max_connections");
+    const long long prepared = setting("max_prepared_transactions");
+    lock_table_entries_ = static_cast<std::size_t>(per_transaction * (connections + prepared));
+    lock_table_ = std::to_string(lock_table_entries_) + " entries (max_locks_per_transaction " + std::to_string(per_transaction) +
+                  " x (max_connections " + std::to_string(connections) + " + max_prepared_transactions " + std::to_string(prepared) + "))";
+}
+
+std::size_t store::max_batch_records(bool listeners_join) const noexcept {
+    constexpr std::size_t for_relations = 64;
+    const std::size_t share = lock_table_entries_ / (2 * options().pool_size);
+    const std::size_t per_record = listeners_join ? 2 : 1;
+    return share > for_relations + per_record ? (share - for_relations) / per_record : 1;
+}
+
+const std::string& store::lock_table() const noexcept { return lock_table_; }
 
 store::~store() = default;
 
@@ -895,9 +1001,10 @@ std::vector<sequence_instance> store::create_or_get_instances(std::span<const in
         else missing.emplace(std::move(key), &r);
     }
     const bool skip_flush = commit_flush_before_claim(options()) == commit_flush::skip;
-    transaction::impl autocommit(pool_, pool_->acquire());
+    std::optional<transaction::impl> autocommit;  // a connection only when the cache does not know them all
+    if (!missing.empty()) autocommit.emplace(pool_, pool_->acquire());
     for (int attempt = 0; attempt < 3 && !missing.empty(); ++attempt) {
-        const auto answer = autocommit.guarded("creating sequence instances", [&](detail::connection& c) {
+        const auto answer = autocommit->guarded("creating sequence instances", [&](detail::connection& c) {
             auto statements = c.batch();
             statements.statement(detail::instance_upsert_batch_sql(), instance_batch_parameters(missing, skip_flush));
             return statements.run().at(0);

@@ -150,6 +150,17 @@ public:
     std::optional<message_view> find_message(message_id id);
     std::optional<message_view> find_message(const claim_key& key);
 
+    /// How many records one batch transaction may decide (the engine splits larger batches):
+    /// what keeps its entries in PostgreSQL's shared lock table, max_locks_per_transaction x
+    /// (max_connections + max_prepared_transactions) as read at start, within its share: half the
+    /// table for this store's pool_size connections, each of which may run a batch at once, less
+    /// 64 entries for the tables and indexes it touches. A record takes one entry (its key's
+    /// advisory lock at storing), two when listeners join the transaction (their savepoint's
+    /// transaction id). 168 and 336 with the server's defaults (64 x 100) and pool_size 8.
+    std::size_t max_batch_records(bool listeners_join) const noexcept;
+    /// The lock table's size read at start, and how it was computed, for messages.
+    const std::string& lock_table() const noexcept;
+
     store_statistics statistics() const;
     const store_options& options() const noexcept;
 
@@ -191,8 +202,12 @@ private:
     /// The message row matching `where` (with `keys` bound in order) and its instance.
     template <class... Keys>
     std::optional<message_view> message_where(const std::string& where, const Keys&... keys);
+    /// Reads the size of the server's lock table (max_batch_records).
+    void read_lock_table(soci::session& session);
 
     std::shared_ptr<detail::pool> pool_;
+    std::size_t lock_table_entries_ = 0;
+    std::string lock_table_;
 };
 
 /// One database transaction on a leased connection. Move-only; destroyed without commit() it
@@ -237,8 +252,11 @@ public:
     seqinbox::pending_actions pending_actions(instance_id instance);
     std::vector<message_record> action_targets(instance_id instance, std::span<const message_id> ids);
     void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
+    /// Deferred like a write (see the top of this header): no round trip of its own.
     savepoint_id savepoint();
     void rollback_to(savepoint_id point);
+    /// Ends the savepoint's scope; deferred, and nothing at all when nothing was sent within it.
+    void release(savepoint_id point);
     void commit();
     void rollback();
 
