@@ -4,7 +4,9 @@
 // The outcome of every record is the one that delivering the records one after another, in the
 // given order, would give: duplicates within the batch, a successor and its predecessor in the
 // same batch (released within it), several contexts, listener failures. All inbox state the
-// batch writes commits together: one transaction and one WAL flush per batch.
+// batch writes commits together: one transaction and one WAL flush per batch — or per part, when
+// the batch is larger than the store's max_batch_records (what the server's lock table holds):
+// the parts are decided one after another, each in its own transaction.
 //
 // The at-least-once window is the batch: when the batch does not commit (a lost connection, a
 // crash, a before_commit hook that throws), the listeners that ran for it, joined to the

@@ -98,6 +98,9 @@ concept batch_claim_transaction = requires(T& tx, std::span<const claim_request>
 
 /// SAVEPOINT and ROLLBACK TO SAVEPOINT: rolling back to a point undoes the writes and releases
 /// the locks (claims included) taken after it. Needed only to join the claim transaction.
+/// Optional: `tx.release(point)` (RELEASE SAVEPOINT) when the engine is done with a point, so
+/// that a batch's savepoints do not nest. A store that defers sending a savepoint and finds
+/// then that it could not be created throws that error from rollback_to or release.
 template <class T>
 concept savepoint_transaction = requires(T& tx) {
     { tx.savepoint() };
@@ -134,6 +137,9 @@ concept store_policy = requires(S& s, typename S::transaction& claim, const std:
     // Optional: `s.create_or_get_instances(std::span<const instance_creation>)` ->
     // std::vector<sequence_instance>, create_or_get_instance for many at once (answers in request
     // order); deliver_batch uses it when present.
+    // Optional: `s.max_batch_records(bool listeners_join)` -> std::size_t, the most records one
+    // batch transaction may decide within the server's limits (listeners_join: under
+    // propagation::required); deliver_batch splits larger batches into parts of that size.
 };
 
 }  // namespace seqinbox
