@@ -1,9 +1,12 @@
 #pragma once
-// Private to seqinbox::postgresql: what the files of the store share. store.cpp holds the
-// transaction and the claim path, actions.cpp the operator actions, housekeeping.cpp the
-// housekeeping jobs, views.cpp the read views; each keeps its SQL beside the operation that
-// runs it. The parts outside store.cpp reach a connection only through store::run_autocommitted
-// and store::run_in (defined beside the transaction).
+// Private to seqinbox::postgresql: what the files of the store share. store.cpp holds the store's
+// construction and the ways to a connection, transaction.cpp the transaction (its state in
+// transaction_impl.hpp, the writes it defers in deferred_writes.hpp), claims.cpp the claim path,
+// instances.cpp the sequence instances, messages.cpp the storing and waiting reads of messages,
+// actions.cpp the operator actions, housekeeping.cpp the housekeeping jobs, views.cpp the read
+// views; each keeps its SQL beside the operation that runs it. actions.cpp, housekeeping.cpp and
+// views.cpp reach a connection only through store::run_autocommitted and store::run_in (defined
+// in store.cpp).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +18,7 @@
 #include "codec.hpp"
 #include "pipeline.hpp"
 #include "pool.hpp"
+#include "seqinbox/error.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "statements.hpp"
 
@@ -40,10 +44,29 @@ inline sequence_instance to_instance(const instance_columns& c) {
     return row;
 }
 
-/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql() (store.cpp).
+/// The engine rejects such values before they reach a store; this guards direct callers.
+inline void throw_if_problem(std::string problem) {
+    if (!problem.empty()) throw error(error_category::bad_message, std::move(problem));
+}
+
+/// Whether a commit waits for its WAL flush (synchronous_commit) or leaves that to a later one.
+enum class commit_flush { wait, skip };
+
+/// For the commits the claim transaction's commit flushes after them (store_options::flush_every_commit).
+inline commit_flush commit_flush_before_claim(const store_options& options) {
+    return options.flush_every_commit ? commit_flush::wait : commit_flush::skip;
+}
+
+/// The instance at `row` of a result whose columns from `first` on are instance_columns_sql() (instances.cpp).
 sequence_instance instance_row(const result& r, int row = 0, int first = 0);
 
-/// The rows of waiting_messages_batch_sql or waiting_messages_of_instances_sql (store.cpp).
+/// Adds `type` to the list of its `state` (instances.cpp).
+void add_type(types_by_state& types, std::string type, std::string_view state);
+
+/// The types of a result of message_types_sql, by state (instances.cpp).
+types_by_state types_of(const result& r);
+
+/// The rows of waiting_messages_batch_sql or waiting_messages_of_instances_sql (messages.cpp).
 std::vector<message_record> waiting_rows(const result& r);
 
 /// Queues the statements that clear the requests of `read` on `instance` still as read
