@@ -165,7 +165,7 @@ public:
     const store_options& options() const noexcept;
 
 private:
-    // The way to a connection (store.cpp, beside the transaction), for every part of the store.
+    // The way to a connection (store.cpp; the transaction is in transaction_impl.hpp), for every part of the store.
     using connection_work = std::function<void(detail::connection&)>;
     /// Runs `work` as one autocommitted statement on a leased connection.
     void run_autocommitted(std::string_view doing, const connection_work& work);
