@@ -92,12 +92,13 @@ struct source::impl {
     source_options options;
     std::mutex poll_mutex;  // librdkafka's poll runs rebalance callbacks: one poller at a time
     std::size_t next_consumer = 0;
-    std::set<partition_id> failed_seeks;  // under poll_mutex
+    std::set<partition_id> failed_seeks;  // under poll_mutex: reported once, retried before each poll
     std::vector<envelope>* assembling = nullptr;  // the batch poll_batch() is filling, under poll_mutex
 
-    mutable std::mutex mutex;  // guards tracker, stats, last_commit
+    mutable std::mutex mutex;  // guards tracker, seeks_due, stats, last_commit
     std::condition_variable decided;
     detail::offset_tracker tracker;
+    std::set<partition_id> seeks_due;  // given back since the last poll: the next poll seeks them back first
     source_statistics stats;
     std::chrono::steady_clock::time_point last_commit = std::chrono::steady_clock::now();
     std::atomic<bool> closed{false};
@@ -186,7 +187,7 @@ struct source::impl {
     /// Under poll_mutex, before each poll.
     void prepare_poll(const char* what) {
         if (closed) throw error(error_category::misuse, std::string("seqinbox::kafka::source: ") + what + " after close()");
-        retry_failed_seeks();
+        apply_seeks();
         commit_if_due();
     }
 
@@ -252,29 +253,37 @@ struct source::impl {
         commit_if_due();
     }
 
-    /// The record counts as given back at once (a revocation waiting for in-flight records must
-    /// not wait for it); the seek follows between two polls, to the partition's lowest record
-    /// given back and not polled again by then, so that concurrent give-backs cannot skip one.
+    /// The record counts as given back at once and the seek is left to the next poll: a
+    /// revocation waiting for in-flight records holds poll_mutex, and the rest of this record's
+    /// batch may be among them (issue 33). The seek goes to the partition's lowest record given
+    /// back and not polled again by then, so that concurrent give-backs cannot skip one.
     void redeliver(const envelope& record) {
         const partition_id where = id_of(index_of(record), record);
         {
             std::lock_guard lock(mutex);
             tracker.given_back(where, record.offset);
+            seeks_due.insert(where);
             ++stats.redelivered;
         }
         decided.notify_all();
-        std::lock_guard poll_lock(poll_mutex);
-        if (closed) return;  // the next owner starts from the last commit, which is behind it
-        if (const auto failure = seek_back(where); !failure.empty() && failed_seeks.insert(where).second)
-            report("cluster '" + consumers[where.cluster]->cluster + "': seeking back in " + where.topic + "/" +
-                   std::to_string(where.partition) + " failed (" + failure + "): retried before each poll while its record waits");
     }
 
-    /// A partition whose seek failed would never deliver its given-back record again (and its
-    /// commit position would stay below it): the seek is retried until it works or nothing is
-    /// left to seek to (decided meanwhile, or the partition was revoked and forgotten).
-    void retry_failed_seeks() {
-        std::erase_if(failed_seeks, [this](const partition_id& where) { return seek_back(where).empty(); });
+    /// Under poll_mutex, before each poll: seeks back the partitions given back since. One whose
+    /// seek failed would never deliver its given-back record again (and its commit position would
+    /// stay below it): the seek is retried until it works or nothing is left to seek to (decided
+    /// meanwhile, or the partition was revoked and forgotten).
+    void apply_seeks() {
+        std::set<partition_id> due;
+        {
+            std::lock_guard lock(mutex);
+            due.swap(seeks_due);
+        }
+        due.insert(failed_seeks.begin(), failed_seeks.end());
+        for (const auto& where : due)
+            if (const auto failure = seek_back(where); failure.empty()) failed_seeks.erase(where);
+            else if (failed_seeks.insert(where).second)
+                report("cluster '" + consumers[where.cluster]->cluster + "': seeking back in " + where.topic + "/" +
+                       std::to_string(where.partition) + " failed (" + failure + "): retried before each poll while its record waits");
     }
 
     /// Seeks `where` to its lowest given-back record not polled again, if any; why that failed,

@@ -36,8 +36,11 @@
 // wait for records the polling thread itself holds.
 //
 // Thread safety: poll, poll_batch, acknowledge and redeliver may be called from any number of threads (an
-// inbox's poll_once from several consumer threads); polling itself is serialised. close() and
-// the destructor must not race with other calls.
+// inbox's poll_once from several consumer threads); polling itself is serialised. acknowledge and
+// redeliver never wait for a poll: redeliver marks the record given back and the next poll, on
+// whichever thread, seeks back first; so a revocation that another thread's poll serves, waiting
+// for a batch, is not held up by that batch being given back. close() and the destructor must
+// not race with other calls.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -130,7 +133,8 @@ public:
     void acknowledge(const envelope& record);
     /// No decision was reached for `record`: it comes again (and what follows it in its
     /// partition, unless decided already). Records of one partition may be given back in any
-    /// order (a batch gives back its last first): the consumer seeks to the lowest of them.
+    /// order (a batch gives back its last first): the consumer seeks to the lowest of them,
+    /// at the start of the next poll (this call does not wait for a poll under way).
     void redeliver(const envelope& record);
     /// Whether `record` was polled by this member and no decision for it is durable yet (in
     /// flight, or given back and not decided since, maybe through another copy of it); false
