@@ -354,6 +354,7 @@ BOOST_AUTO_TEST_CASE(records_of_a_megabyte_are_dead_lettered_without_their_value
     }
     BOOST_TEST(header_of(rejected[0], "idempotence-id") == "big", "the original headers are kept");
     BOOST_TEST(si::test::contains(header_of(rejected[0], "seqinbox-reason"), "MSG_SIZE_TOO_LARGE"), "the publish failed");
+    BOOST_TEST(header_of(rejected[0], "seqinbox-failure-kind") == "publish_failed", "refused inside a batch (issue 33)");
     BOOST_TEST(si::test::contains(header_of(rejected[1], "seqinbox-reason"), "message-type"), "the bad message");
 }
 

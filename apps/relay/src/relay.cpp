@@ -209,17 +209,18 @@ private:
         for (const auto& sequence : decls_.sequences) {
             const auto topic = output_topic_of(options_, sequence.name);
             for (const auto& message : sequence.messages)
-                inbox.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
-                    if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
-                    else publish_one(topic, c);
-                });
+                inbox.on(message.qualified_type(),
+                         [this, topic](const std::string&, const inbox_type::context& c) { publish(topic, c); });
         }
     }
 
-    /// A publication that fails sends the record to the dead-letter topic as publish_failed.
-    void publish_one(const std::string& topic, const inbox_type::context& c) {
+    /// A publication the producer refuses (at once in a batch, too large say, or after waiting
+    /// alone) sends the record to the dead-letter topic as publish_failed. A batch's delivery
+    /// reports come later, in await(): the batch is given back and each record comes again alone.
+    void publish(const std::string& topic, const inbox_type::context& c) {
         try {
-            publisher_.publish(topic, c.record, partition_key_of(c));
+            if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
+            else publisher_.publish(topic, c.record, partition_key_of(c));
         } catch (const std::exception& e) {
             throw listener_failure(failure_kind::publish_failed, "publishing to '" + topic + "' failed: " + e.what());
         }
