@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,9 +29,28 @@ namespace {
 
 namespace pg = seqinbox::postgresql;
 
+/// The part of the relay the calling thread runs ("consumer 2"), empty on other threads.
+thread_local std::string thread_part;
+
+/// The relay's log as its inboxes write to it: a consumer thread's lines (its decisions among
+/// them) start with its name, as its Kafka and error lines do, so that the log tells which
+/// thread decided, and published, what.
+class part_logger {
+public:
+    explicit part_logger(logger::stream_logger& out) : out_(&out) {}
+    bool enabled(log_level level) const { return out_->enabled(level); }
+    void log(log_level level, std::string_view message) {
+        if (thread_part.empty()) out_->log(level, message);
+        else out_->log(level, thread_part + ": " + std::string(message));
+    }
+
+private:
+    logger::stream_logger* out_;
+};
+
 struct relay_policies : default_policies {
     using metrics = ::seqinbox::metrics::prometheus_metrics;
-    using logger = ::seqinbox::logger::stream_logger;
+    using logger = part_logger;
 };
 using inbox_type = pg::inbox<detail::watched_source, kafka::dead_letter_sink, relay_policies>;
 using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger>;
@@ -161,7 +182,7 @@ private:
               inbox(relay.store_, watched, relay.dead_letters_, relay.decls_,
                     {.decoder = {relay.options_.type_header, relay.options_.idempotence_header},
                      .metrics = relay.metrics_,
-                     .logger = relay.logger_}) {}
+                     .logger = part_logger(relay.logger_)}) {}
         detail::watched_source watched;
         inbox_type inbox;
     };
@@ -259,6 +280,7 @@ private:
 
     void consume(std::size_t n, member& m) {
         const std::string part = consumer_name(n);
+        thread_part = part;
         while (!stopping_) {
             try {
                 decide_next(m);
