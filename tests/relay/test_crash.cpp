@@ -4,9 +4,10 @@
 // a short random pause) five times and the relay SIGKILLed twice (a new process on the same group
 // takes over), in a random order. Afterwards no logical message is missing, each context's output
 // is in declared order, the repeats come from at most one batch per consumer thread per crash
-// (its messages and those their release passes replayed: a context each), and the database
-// holds no PROCESSED message without its claim, no WAITING message whose release condition is
-// met, and no message or claim in an instance of another context.
+// (its messages and those their release passes replayed: a context each; reported per crash and
+// thread, from the decision lines each thread logs), and the database holds no PROCESSED message
+// without its claim, no WAITING message whose release condition is met, and no message or claim
+// in an instance of another context.
 // SEQINBOX_CRASH_SEED=N repeats a run's workload and crash plan (timing still varies); a failing
 // run (any run with SEQINBOX_CRASH_KEEP set) keeps its relay logs, server log, rows, input records
 // and repeats in a directory it names.
@@ -29,6 +30,7 @@
 
 #include "relay/relay_process.hpp"
 #include "relay/relay_world.hpp"
+#include "seqinbox/logger/utc_time.hpp"
 #include "seqinbox/yaml/loader.hpp"
 
 namespace si = seqinbox;
@@ -69,12 +71,12 @@ class supervised_relay {
 public:
     supervised_relay(const relay_world& world, std::string group) : world_(&world), group_(std::move(group)) { start(); }
 
-    void kill_and_restart() {
-        BOOST_TEST_REQUIRE(process_->stop(SIGKILL) == 128 + SIGKILL);
-        start();
-    }
+    void kill() { BOOST_TEST_REQUIRE(process_->stop(SIGKILL) == 128 + SIGKILL); }
+    void restart() { start(); }
 
     bool running() { return process_->wait(std::chrono::seconds(0)) == -1; }
+    /// How many relays were started: their logs are relay-1.log to relay-N.log.
+    int started() const { return started_; }
     relay_process& current() { return *process_; }
 
     /// The last lines of the current process's log, for failure messages.
@@ -116,48 +118,122 @@ void crash_database(pg_server& server, std::chrono::milliseconds pause) {
     server.start();
 }
 
-/// The repeated output records that followed one crash, and the contexts they belong to.
-struct crash_repeats {
+/// A line of a relay's log that published a message: a decision "processed" or "released".
+struct publication_line {
+    std::string time;    ///< as logged (ISO-8601 UTC, milliseconds): ordered as text
+    std::string thread;  ///< "relay 2, consumer 3"
+};
+using message_key = std::pair<std::string, std::string>;  // message type, idempotence id
+
+/// Each message's publication lines in the logs of relays 1 to `relays` (one after another), in
+/// log order. A consumer thread's lines name it: "... info consumer 2: processed T/ID context C".
+std::map<message_key, std::vector<publication_line>> publication_lines(const std::filesystem::path& dir, int relays) {
+    std::map<message_key, std::vector<publication_line>> found;
+    for (int n = 1; n <= relays; ++n) {
+        std::ifstream log(dir / ("relay-" + std::to_string(n) + ".log"));
+        for (std::string line; std::getline(log, line);) {
+            const auto thread = line.find(" consumer ");
+            const auto colon = thread == std::string::npos ? thread : line.find(": ", thread);
+            if (colon == std::string::npos) continue;
+            const auto verb = line.find(' ', colon + 2);
+            const auto what = line.substr(colon + 2, verb == std::string::npos ? 0 : verb - colon - 2);
+            if (what != "processed" && what != "released") continue;
+            const auto slash = line.find('/', verb);
+            const auto context = line.find(" context ", slash);
+            if (slash == std::string::npos || context == std::string::npos) continue;
+            found[{line.substr(verb + 1, slash - verb - 1), line.substr(slash + 1, context - slash - 1)}].push_back(
+                {line.substr(0, line.find(' ')), "relay " + std::to_string(n) + ", " + line.substr(thread + 1, colon - thread - 1)});
+        }
+    }
+    return found;
+}
+
+/// Repeated output records and the contexts they belong to.
+struct repeat_count {
     std::size_t records = 0;
     std::set<std::string> contexts;
 };
 
-/// The repeats after each crash: a repeat counts for the last crash whose mark (the output
-/// topic's end offsets when it began) it follows; [0] is before the first crash. Copies of one
-/// message share a partition (the context id is the partition key). Each repeat is listed in
-/// `listing` (for the evidence).
-std::vector<crash_repeats> repeats_after_each_crash(const std::vector<si::envelope>& records,
-                                                    const std::vector<std::vector<std::int64_t>>& marks, std::ostream& listing) {
-    std::vector<crash_repeats> repeats(marks.size() + 1);
-    std::set<std::pair<std::string, std::string>> seen;
-    for (const auto& r : records) {
-        const std::string id(r.find_header("idempotence-id").value_or(""));
-        if (seen.emplace(r.find_header("message-type").value_or(""), id).second) continue;
-        const auto crash = std::ranges::count_if(marks, [&](const auto& ends) { return ends.at(static_cast<std::size_t>(r.partition)) <= r.offset; });
-        ++repeats[static_cast<std::size_t>(crash)].records;
-        repeats[static_cast<std::size_t>(crash)].contexts.insert(r.key.value_or(""));
-        listing << id << " repeated at output partition " << r.partition << " offset " << r.offset << ", after crash " << crash << '\n';
+/// The repeats one crash caused, in all and per consumer thread whose decisions it undid.
+struct crash_repeats {
+    repeat_count all;
+    std::map<std::string, repeat_count> by_thread;  // "relay 1, consumer 2"; "unlogged": no line
+};
+
+/// The repeats each crash caused ([k - 1]: crash k; [crashes]: no crash, none expected). A
+/// repeat publishes again a message whose earlier decision a crash undid. The copies of a
+/// message (they share an output partition: the context id is the partition key) match its
+/// publication lines from the last backwards: a decision logged by a relay killed before its
+/// producer sent the record has no copy. The line of the copy before the repeat names the
+/// thread whose batch was undone, and its time the crash that undid it: the first that was not
+/// over yet (`crash_ends`; a decision logged while PostgreSQL stopped, or was down, is in a batch
+/// that cannot commit). A copy without a line (its decision died before it was logged) counts
+/// for the last crash whose mark (the output topic's end offsets as it began) the repeat
+/// follows. Each repeat is listed in `listing` (for the evidence).
+std::vector<crash_repeats> repeats_of_each_crash(const std::vector<si::envelope>& records, const std::vector<std::string>& crash_ends,
+                                                 const std::vector<std::vector<std::int64_t>>& marks,
+                                                 const std::map<message_key, std::vector<publication_line>>& lines, std::ostream& listing) {
+    std::map<message_key, std::vector<const si::envelope*>> copies;
+    for (const auto& r : records)
+        copies[{std::string(r.find_header("message-type").value_or("")), std::string(r.find_header("idempotence-id").value_or(""))}]
+            .push_back(&r);
+    const std::size_t none = crash_ends.size();
+    std::vector<crash_repeats> repeats(none + 1);
+    static const std::vector<publication_line> no_lines;
+    for (const auto& [key, its_copies] : copies) {
+        const auto found = lines.find(key);
+        const auto& its_lines = found == lines.end() ? no_lines : found->second;
+        const auto unmatched = static_cast<std::ptrdiff_t>(its_lines.size()) - static_cast<std::ptrdiff_t>(its_copies.size());
+        for (std::size_t copy = 1; copy < its_copies.size(); ++copy) {
+            const auto& r = *its_copies[copy];
+            const auto undone = static_cast<std::ptrdiff_t>(copy) - 1 + unmatched;  // the line of the copy before
+            std::size_t crash = 0;  // the index of the crash that undid the copy before (`none`: no crash)
+            std::string thread = "unlogged";
+            if (undone >= 0) {
+                const auto& line = its_lines[static_cast<std::size_t>(undone)];
+                crash = static_cast<std::size_t>(std::ranges::count_if(crash_ends, [&](const auto& end) { return end < line.time; }));
+                thread = line.thread;
+            } else {
+                crash = static_cast<std::size_t>(std::ranges::count_if(
+                            marks, [&](const auto& ends) { return ends.at(static_cast<std::size_t>(r.partition)) <= r.offset; })) -
+                        1;  // SIZE_MAX before the first mark
+            }
+            auto& of = repeats[std::min(crash, none)];
+            for (auto* count : {&of.all, &of.by_thread[thread]}) {
+                ++count->records;
+                count->contexts.insert(r.key.value_or(""));
+            }
+            listing << key.second << " repeated at output partition " << r.partition << " offset " << r.offset << ": crash "
+                    << (crash < none ? std::to_string(crash + 1) : "none") << " undid " << thread << "'s decision\n";
+        }
     }
     return repeats;
 }
 
-/// At most one batch per consumer thread is undecided when a crash comes, and its repeats are
-/// its messages and those their release passes replayed: at most batch_size contexts. A delivery
-/// given back at a database crash may come again only after the next crash (the relay retries
-/// after a pause; a killed relay's successor starts from the committed offset), so the bound is
-/// checked over the whole run: the contexts repeated after each crash, summed, are at most
-/// `consumer_threads` × `batch_size` per crash; and nothing repeats before the first crash.
-void expect_repeats_within_one_delivery_per_thread_per_crash(const std::vector<crash_repeats>& repeats) {
+/// A crash undoes at most one batch per consumer thread (the decisions it logged since its last
+/// commit), and the repeats are its messages and those their release passes replayed: a context
+/// each, at most batch_size contexts per thread and crash. Nothing repeats without a crash.
+void expect_repeats_within_one_batch_per_thread_per_crash(const std::vector<crash_repeats>& repeats,
+                                                          const std::vector<std::string>& crash_kinds) {
     std::string summary;
-    std::size_t deliveries = 0;
-    for (const auto& after : repeats) {
-        summary += " " + std::to_string(after.records) + "/" + std::to_string(after.contexts.size());
-        deliveries += after.contexts.size();
+    std::size_t contexts = 0;
+    for (std::size_t k = 0; k < crash_kinds.size(); ++k) {
+        const auto& of = repeats[k];
+        summary += " " + std::to_string(of.all.records) + "/" + std::to_string(of.all.contexts.size());
+        contexts += of.all.contexts.size();
+        std::string threads;
+        for (const auto& [thread, count] : of.by_thread) {
+            threads += "; " + thread + ": " + std::to_string(count.records) + "/" + std::to_string(count.contexts.size());
+            BOOST_TEST((thread == "unlogged" || count.contexts.size() <= static_cast<std::size_t>(batch_size)),
+                       "crash " << k + 1 << " undid more than a batch of " << thread << ": " << count.contexts.size() << " contexts");
+        }
+        BOOST_TEST_MESSAGE("crash " << k + 1 << " (" << crash_kinds[k] << "): " << of.all.records << " repeated records/"
+                                    << of.all.contexts.size() << " contexts" << threads);
     }
-    BOOST_TEST_MESSAGE("repeated records/contexts before the first crash, then after each:" << summary);
-    BOOST_TEST(repeats.front().records == 0u, "a repeat before any crash");
-    BOOST_TEST(deliveries <= static_cast<std::size_t>(consumer_threads * batch_size * crashes),
-               "repeats of " << deliveries << " deliveries after " << crashes << " crashes with " << consumer_threads << " threads");
+    BOOST_TEST_MESSAGE("repeated records/contexts per crash:" << summary);
+    BOOST_TEST(repeats.back().all.records == 0u, repeats.back().all.records << " repeats that no crash explains");
+    BOOST_TEST(contexts <= static_cast<std::size_t>(consumer_threads * batch_size * crashes),
+               "repeats in " << contexts << " contexts after " << crashes << " crashes with " << consumer_threads << " threads");
 }
 
 // The database check. Each finding is one line naming the rows.
@@ -295,18 +371,23 @@ BOOST_AUTO_TEST_CASE(five_database_crashes_and_two_relay_kills_lose_nothing_keep
     const auto logical = static_cast<long long>(work.logical);
     const auto plan = crash_plan(rng);
     std::vector<std::vector<std::int64_t>> marks;  // the output topic's end offsets as each crash began
+    std::vector<std::string> crash_ends, crash_kinds;  // when each crash was over, as the relay logs times
     for (std::size_t k = 0; k < plan.size(); ++k) {
         BOOST_TEST_REQUIRE(world.wait_for_output(logical * static_cast<long long>(k + 1) / (crashes + 2)), relay.log_tail());
         std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(rng)));
         const auto at = world.published();
         marks.push_back(world.cluster.end_offsets(output, output_partitions));
+        crash_kinds.emplace_back(plan[k] == crash::database ? "PostgreSQL" : "relay killed");
         if (plan[k] == crash::database) {
             const std::chrono::milliseconds pause(std::uniform_int_distribution<int>(100, 1500)(rng));
             crash_database(server, pause);
+            crash_ends.push_back(si::logger::utc_time(std::chrono::system_clock::now()));
             BOOST_TEST_MESSAGE("crash " << k + 1 << ": PostgreSQL at " << at << " published, back after " << pause.count() << " ms");
             BOOST_TEST_REQUIRE(relay.running(), "the relay outlived the crash of its database\n" << relay.log_tail());
         } else {
-            relay.kill_and_restart();
+            relay.kill();
+            crash_ends.push_back(si::logger::utc_time(std::chrono::system_clock::now()));
+            relay.restart();
             BOOST_TEST_MESSAGE("crash " << k + 1 << ": relay SIGKILLed at " << at << " published, a new one started");
         }
     }
@@ -318,7 +399,8 @@ BOOST_AUTO_TEST_CASE(five_database_crashes_and_two_relay_kills_lose_nothing_keep
     const auto records = world.cluster.read_all(output, output_partitions, static_cast<std::size_t>(world.published()));
     expect_in_declared_order(records, work, records.size());  // repeats: see below
     std::ofstream listing(world.dir / "repeats.txt");
-    expect_repeats_within_one_delivery_per_thread_per_crash(repeats_after_each_crash(records, marks, listing));
+    expect_repeats_within_one_batch_per_thread_per_crash(
+        repeats_of_each_crash(records, crash_ends, marks, publication_lines(world.dir, relay.started()), listing), crash_kinds);
 
     soci::session db(soci::postgresql, world.conninfo);
     BOOST_TEST(count(world.conninfo, processed) == logical);

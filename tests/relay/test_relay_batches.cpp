@@ -1,8 +1,9 @@
 // The relay on batches (issue 19), as a user runs it: `seqinbox run` as a child process on the
 // mock cluster and a throwaway PostgreSQL. A batch of out-of-order records comes out in declared
-// order; a publish the broker refuses makes only its message FAILED (dead-lettered) while the
-// rest of its batch is still published; bad batch options are refused naming the value. Each
-// consumer thread is a group member of its own, so each input partition is one thread's.
+// order; a publish the broker refuses, or the producer refuses at once (too large), makes only its
+// message FAILED (dead-lettered as publish_failed) while the rest of its batch is still published;
+// bad batch options are refused naming the value. Each consumer thread is a group member of its
+// own, so each input partition is one thread's.
 #define BOOST_TEST_MODULE seqinbox relay batches
 #include <boost/test/unit_test.hpp>
 
@@ -156,10 +157,41 @@ BOOST_AUTO_TEST_CASE(a_refused_publish_makes_only_its_message_failed_and_the_res
     const auto rejected = world.cluster.read_written(dead_letters, 1);
     BOOST_TEST_REQUIRE(rejected.size() == 1u, relay.log());
     BOOST_TEST(std::string(rejected.front().find_header("idempotence-id").value_or("")) == "c@" + doomed);
+    BOOST_TEST(std::string(rejected.front().find_header("seqinbox-failure-kind").value_or("")) == "publish_failed");
     std::set<std::string> published;
     for (const auto& r : world.cluster.read_written(output, output_partitions))
         published.insert(r.key.value_or(""));
     BOOST_TEST(published == std::set<std::string>(others.begin(), others.end()), "every other message published, the doomed one not");
+}
+
+BOOST_AUTO_TEST_CASE(a_record_too_large_to_publish_fails_its_message_as_publish_failed_and_the_rest_of_its_batch_is_published) {
+    relay_world world;
+    // The mock takes the record; the relay's producer (message.max.bytes 1,000,000) refuses its
+    // publication at once, inside the batch, before any delivery report.
+    const std::string megabyte(1000000, 'x');
+    const auto before = contexts_where(0, true, 3), after = contexts_where(0, false, 3);  // six distinct orders
+    const std::string big = "order-big";
+    for (const auto& context : before) world.cluster.produce(input, si::testing::record("OrderCreated", "c@" + context, context), 0);
+    world.cluster.produce(input, si::testing::record("OrderCreated", "c@" + big, big, megabyte), 0);
+    for (const auto& context : after) world.cluster.produce(input, si::testing::record("OrderCreated", "c@" + context, context), 0);
+
+    relay_process relay(batch_arguments(world, "100", "500ms"), world.dir / "relay.log");
+    const std::string decided = "SELECT count(*) FROM sequenced_message WHERE state IN ('PROCESSED', 'FAILED')";
+    BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, decided, static_cast<long long>(before.size() + after.size() + 1)), relay.log());
+    BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
+
+    BOOST_TEST(count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'FAILED' AND idempotence_id = 'c@" + big + "'") == 1);
+    const auto rejected = world.cluster.read_written(dead_letters, 1);  // the relay has exited: all it wrote
+    BOOST_TEST_REQUIRE(rejected.size() == 1u, relay.log());
+    BOOST_TEST(std::string(rejected.front().find_header("idempotence-id").value_or("")) == "c@" + big);
+    BOOST_TEST(std::string(rejected.front().find_header("seqinbox-failure-kind").value_or("")) == "publish_failed",
+               "what `seqinbox redrive --kind publish_failed` selects; reason: " << rejected.front().find_header("seqinbox-reason").value_or(""));
+    BOOST_TEST(contains(std::string(rejected.front().find_header("seqinbox-reason").value_or("")), "MSG_SIZE_TOO_LARGE"));
+    std::set<std::string> published;
+    for (const auto& r : world.cluster.read_written(output, output_partitions)) published.insert(r.key.value_or(""));
+    std::set<std::string> expected(before.begin(), before.end());
+    expected.insert(after.begin(), after.end());
+    BOOST_TEST(published == expected, "every other message of the batch published, the big one not");
 }
 
 BOOST_AUTO_TEST_CASE(bad_batch_options_are_refused_naming_the_value) {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,9 +29,28 @@ namespace {
 
 namespace pg = seqinbox::postgresql;
 
+/// The part of the relay the calling thread runs ("consumer 2"), empty on other threads.
+thread_local std::string thread_part;
+
+/// The relay's log as its inboxes write to it: a consumer thread's lines (its decisions among
+/// them) start with its name, as its Kafka and error lines do, so that the log tells which
+/// thread decided, and published, what.
+class part_logger {
+public:
+    explicit part_logger(logger::stream_logger& out) : out_(&out) {}
+    bool enabled(log_level level) const { return out_->enabled(level); }
+    void log(log_level level, std::string_view message) {
+        if (thread_part.empty()) out_->log(level, message);
+        else out_->log(level, thread_part + ": " + std::string(message));
+    }
+
+private:
+    logger::stream_logger* out_;
+};
+
 struct relay_policies : default_policies {
     using metrics = ::seqinbox::metrics::prometheus_metrics;
-    using logger = ::seqinbox::logger::stream_logger;
+    using logger = part_logger;
 };
 using inbox_type = pg::inbox<detail::watched_source, kafka::dead_letter_sink, relay_policies>;
 using housekeeper_type = basic_housekeeper<pg::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger>;
@@ -161,7 +182,7 @@ private:
               inbox(relay.store_, watched, relay.dead_letters_, relay.decls_,
                     {.decoder = {relay.options_.type_header, relay.options_.idempotence_header},
                      .metrics = relay.metrics_,
-                     .logger = relay.logger_}) {}
+                     .logger = part_logger(relay.logger_)}) {}
         detail::watched_source watched;
         inbox_type inbox;
     };
@@ -209,17 +230,18 @@ private:
         for (const auto& sequence : decls_.sequences) {
             const auto topic = output_topic_of(options_, sequence.name);
             for (const auto& message : sequence.messages)
-                inbox.on(message.qualified_type(), [this, topic](const std::string&, const inbox_type::context& c) {
-                    if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
-                    else publish_one(topic, c);
-                });
+                inbox.on(message.qualified_type(),
+                         [this, topic](const std::string&, const inbox_type::context& c) { publish(topic, c); });
         }
     }
 
-    /// A publication that fails sends the record to the dead-letter topic as publish_failed.
-    void publish_one(const std::string& topic, const inbox_type::context& c) {
+    /// A publication the producer refuses (at once in a batch, too large say, or after waiting
+    /// alone) sends the record to the dead-letter topic as publish_failed. A batch's delivery
+    /// reports come later, in await(): the batch is given back and each record comes again alone.
+    void publish(const std::string& topic, const inbox_type::context& c) {
         try {
-            publisher_.publish(topic, c.record, partition_key_of(c));
+            if (batch_publications) publisher_.publish_later(*batch_publications, topic, c.record, partition_key_of(c));
+            else publisher_.publish(topic, c.record, partition_key_of(c));
         } catch (const std::exception& e) {
             throw listener_failure(failure_kind::publish_failed, "publishing to '" + topic + "' failed: " + e.what());
         }
@@ -258,6 +280,7 @@ private:
 
     void consume(std::size_t n, member& m) {
         const std::string part = consumer_name(n);
+        thread_part = part;
         while (!stopping_) {
             try {
                 decide_next(m);
