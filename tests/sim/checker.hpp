@@ -102,6 +102,10 @@ public:
     }
 
     void run(const memory::store& store, const sink_index& sink, const listener_probe& probe, violation_log& log) {
+        // An expiry settles its key before any copy of it is acknowledged too: housekeeping may
+        // remove the instance (and forget the expiry) before a redelivered duplicate's ack.
+        for (const auto& key : probe.expire_targets())
+            if (any_processed(store.messages_with_key(key))) settled_.insert(key);
         for (auto it = open_.begin(); it != open_.end();) {
             if (settled(*it, store, sink, probe)) {
                 settled_.insert(*it);

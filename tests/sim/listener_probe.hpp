@@ -164,6 +164,12 @@ public:
     }
     bool had_window(const claim_key& key) const { return windows_.contains(key); }
     bool ever_succeeded(const claim_key& key) const { return succeeded_once_.contains(key); }
+    /// Every key an action runner read EXPIRE for, in the contexts' current instances.
+    std::set<claim_key> expire_targets() const {
+        std::set<claim_key> all;
+        for (const auto& [context, keys] : expire_targets_) all.insert(keys.begin(), keys.end());
+        return all;
+    }
     /// An action runner read EXPIRE for the key in its current instance.
     bool expire_target(const claim_key& key) const {
         return std::ranges::any_of(expire_targets_, [&](const auto& targets) { return targets.second.contains(key); });
