@@ -31,7 +31,7 @@ struct world {
     std::map<claim_key, int> failing;
     inbox_type inbox{store, source, sink, testing::order_declarations()};
 
-    world() {
+    explicit world(memory::store_options options = {}) : store(options) {
         for (const auto& msg : inbox.declared().sequences.at(0).messages)
             inbox.on(msg.qualified_type(), [this](const testing::message&, const inbox_type::context& ctx) {
                 memory::yield_point("listener");
@@ -111,4 +111,23 @@ BOOST_AUTO_TEST_CASE(an_unsequenced_record_does_not_overtake_a_resend_decided_in
     batched.inbox.deliver_batch(records);
     BOOST_TEST(calls_text(single.calls) == "OrderCreated/c1@o1 OrderCreated/c1@o1 OrderValidated/v9@ OrderCreated/c2@o2 ");
     BOOST_TEST(calls_text(batched.calls) == calls_text(single.calls));
+}
+
+// Issue 33, item 2: a store that reports max_batch_records gets batches in parts that fit its lock
+// table; one whose limit the engine could not see would fail with 53200 (here: a budget of two
+// stored keys and no limit reported).
+BOOST_AUTO_TEST_CASE(a_batch_is_split_into_parts_that_fit_the_lock_table) {
+    std::vector<envelope> records;
+    for (const char* id : {"c1", "c2", "c3", "c4", "c5"}) records.push_back(record("OrderCreated", id, std::string("o") + id));
+    world split({.lock_entries = 2, .max_batch_records = 2});
+    BOOST_TEST(split.inbox.max_batch_records() == 2u);
+    const auto results = split.inbox.deliver_batch(records);
+    BOOST_TEST(results.size() == records.size());
+    BOOST_TEST(split.store.messages().size() == records.size());
+    BOOST_TEST(memory::testing::lock_table_exhausted(split.store) == 0u);
+
+    world whole({.lock_entries = 2});
+    BOOST_CHECK_EXCEPTION(whole.inbox.deliver_batch(records), seqinbox::error,
+                          [](const seqinbox::error& e) { return e.sqlstate() == "53200"; });
+    BOOST_TEST(whole.store.messages().empty());
 }

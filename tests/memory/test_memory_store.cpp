@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <limits>
+#include <string>
 #include <thread>
 
 #include "seqinbox/memory/step_driver.hpp"
@@ -209,4 +211,64 @@ BOOST_FIXTURE_TEST_CASE(an_ended_transaction_refuses_further_use, fixture) {
     auto tx = store.begin();
     tx.commit();
     BOOST_TEST((category_of([&] { tx.find_messages(key); }) == error_category::misuse));
+}
+
+// ---- PostgreSQL's lock table (store_options::lock_entries) ----
+
+BOOST_AUTO_TEST_CASE(max_batch_records_halves_when_listeners_join_and_is_unlimited_by_default) {
+    memory::store unlimited;
+    BOOST_TEST(unlimited.max_batch_records(false) == std::numeric_limits<std::size_t>::max());
+    memory::store limited({.max_batch_records = 3});
+    BOOST_TEST(limited.max_batch_records(false) == 3u);
+    BOOST_TEST(limited.max_batch_records(true) == 1u);
+}
+
+namespace {
+
+bool out_of_shared_memory(const seqinbox::error& e) {
+    return e.category() == error_category::retryable && e.sqlstate() == "53200" &&
+           std::string(e.what()).find("out of shared memory") != std::string::npos;
+}
+
+bool aborted(const seqinbox::error& e) { return e.sqlstate() == "25P02"; }
+
+}  // namespace
+
+// A stored key and a savepoint take an entry each; the one over the share fails and aborts the
+// transaction until it rolls back to a savepoint.
+BOOST_AUTO_TEST_CASE(a_transaction_over_its_lock_entries_fails_with_53200_and_is_aborted) {
+    memory::store store({.lock_entries = 2});
+    const auto instance = store.create_or_get_instance("S", "ctx", {}, {});
+    const auto row = [&](std::string id) {
+        return message_record{0, instance.id, "A", std::move(id), message_state::processed, {}, {}, std::nullopt};
+    };
+    auto tx = store.begin();
+    tx.store_message(row("1"));
+    tx.store_message(row("1"));  // the same key: no new entry
+    const auto point = tx.savepoint();
+    BOOST_CHECK_EXCEPTION(tx.store_message(row("2")), seqinbox::error, out_of_shared_memory);
+    BOOST_CHECK_EXCEPTION(tx.find_messages({"A", "1"}), seqinbox::error, aborted);
+    tx.rollback_to(point);
+    BOOST_TEST(tx.find_messages({"A", "1"}).size() == 1u);
+    tx.commit();
+    BOOST_TEST(store.messages().size() == 1u);
+    BOOST_TEST(memory::testing::lock_table_exhausted(store) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_armed_lock_table_fault_fails_the_next_commit_and_nothing_is_saved) {
+    memory::store store;
+    const auto instance = store.create_or_get_instance("S", "ctx", {}, {});
+    memory::step_driver driver(store);
+    const auto task = driver.spawn("t", [&] {
+        auto tx = store.begin();
+        tx.store_message({0, instance.id, "A", "1", message_state::processed, {}, {}, std::nullopt});
+        tx.commit();
+    });
+    driver.run_until(task, "commit");
+    BOOST_TEST(driver.exhaust_lock_table(task) == 1u);
+    BOOST_TEST((driver.finish(task) == task_status::failed));
+    BOOST_CHECK_EXCEPTION(std::rethrow_exception(driver.failure(task)), seqinbox::error, out_of_shared_memory);
+    BOOST_TEST(store.messages().empty());
+    BOOST_TEST(store.open_transaction_count() == 0u);
+    BOOST_TEST(memory::testing::lock_table_exhausted(store) == 0u, "a planted fault is not the budget");
 }

@@ -1,9 +1,13 @@
 #pragma once
 // One simulated service instance: an inbox object over the shared store with its own source,
 // and the body of its worker task (poll, decide, acknowledge) with the hooks the controller
-// uses to inject a listener failure or a crash before the acknowledgement. An action runner is
-// one too, whose task runs the pending-action job instead. It reaches the shared store through
-// its process's handle (process_store.hpp), which consumers of one process share.
+// uses to inject a listener failure or a crash before an acknowledgement (sim_source.hpp). An
+// action runner is one too, whose task runs the pending-action job instead. It reaches the
+// shared store through its process's handle (process_store.hpp), which consumers of one process
+// share, and tells the handle what its task is (the pool it may use). The seed chooses the
+// propagation: under `required` every listener counts its run in a business row of the claim
+// transaction, so that the end check sees that each committed once.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <exception>
@@ -20,27 +24,24 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
-#include "seqinbox/memory/source.hpp"
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/outcome.hpp"
 #include "seqinbox/propagation/not_supported.hpp"
+#include "seqinbox/propagation/required.hpp"
+#include "sim_source.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::sim {
 
-template <class Claim>
+template <class Claim, class Propagation>
 struct sim_policies : default_policies {
     using claim = Claim;
     using clock = ::seqinbox::clock::manual_clock;
+    using propagation = Propagation;
 };
 
-template <class Claim, class Store = memory::store>
-using sim_inbox = basic_inbox<process_store<Store>, memory::source, memory::error_sink, sim_policies<Claim>>;
-
-/// The claim key a record carries (the header decoder's headers).
-inline claim_key key_of(const envelope& record) {
-    return {std::string(record.find_header("message-type").value_or("")), std::string(record.find_header("idempotence-id").value_or(""))};
-}
+template <class Claim, class Store = memory::store, class Propagation = ::seqinbox::propagation::not_supported>
+using sim_inbox = basic_inbox<process_store<Store>, sim_source, memory::error_sink, sim_policies<Claim, Propagation>>;
 
 /// What the worker tells the controller; written by the task, read between steps (the step
 /// driver's hand-over orders the accesses).
@@ -51,86 +52,130 @@ struct worker_report {
     std::size_t batches = 0;           ///< batches that committed
     std::size_t batched = 0;           ///< records decided in them
     std::vector<std::string> errors;   ///< deliver() failures other than a lost connection or a retry
-    std::vector<claim_key> acknowledged;  ///< keys acknowledged since the controller last took them
+    std::vector<std::pair<std::string, std::string>> violations;  ///< what the worker saw the engine do wrong (kind, text)
     std::size_t connection_errors = 0;
-    std::size_t retryable_errors = 0;  ///< e.g. the instance was removed under the delivery
+    std::size_t retryable_errors = 0;   ///< e.g. the instance was removed under the delivery
+    std::size_t lock_table_errors = 0;  ///< SQLSTATE 53200: the lock table was full
     std::size_t actions_executed = 0;
     std::array<std::size_t, 6> outcomes{};  ///< by seqinbox::outcome
     std::size_t released = 0;
     std::size_t release_failures = 0;
 };
 
+/// The business row a listener under propagation::required writes in its `run`-th invocation (one
+/// write, no read: a step fewer).
+inline std::string effect_key(const claim_key& key, std::size_t run) {
+    return "effect:" + key.type + "/" + key.idempotence_id + "#" + std::to_string(run);
+}
+
 template <class Claim, class Store = memory::store>
 class consumer {
+    using not_supported_inbox = sim_inbox<Claim, Store, ::seqinbox::propagation::not_supported>;
+    using required_inbox = sim_inbox<Claim, Store, ::seqinbox::propagation::required>;
+
 public:
     consumer(std::size_t index, process_store<Store>& process, memory::error_sink& sink, const declarations<testing::message>& decls,
-             clock::manual_clock clock, listener_probe& probe)
-        : index_(index), process_(&process), inbox_(process, source, sink, decls, {.clock = clock}), probe_(&probe) {
-        for (const auto& m : decls.sequences.front().messages)
-            inbox_.on(m.qualified_type(), [this](const testing::message&, const typename sim_inbox<Claim, Store>::context& ctx) {
-                listen(ctx.qualified_type, ctx.idempotence_id, ctx.context_id);
-            });
+             clock::manual_clock clock, listener_probe& probe, bool required)
+        : index_(index), required_(required), process_(&process), probe_(&probe) {
+        if (required)
+            listen_on(required_inbox_.emplace(process, source, sink, decls, typename required_inbox::policy_objects{.clock = clock}), decls);
+        else
+            listen_on(inbox_.emplace(process, source, sink, decls, typename not_supported_inbox::policy_objects{.clock = clock}), decls);
     }
     consumer(const consumer&) = delete;
     consumer& operator=(const consumer&) = delete;
 
     /// The worker task: decides deliveries until the source is empty, one at a time or, with
-    /// `batch_size`, up to that many at once in one transaction (deliver_batch). A delivery (or a
-    /// batch) whose decision failed is put back (the consumer seeks to its last acknowledged
-    /// offset) and retried.
+    /// `batch_size`, up to that many at once with poll_batch (in parts of at most the store's
+    /// max_batch_records, each acknowledged once it committed). A delivery whose decision failed
+    /// is put back (a batch's by poll_batch itself) and retried.
     void work(std::optional<std::size_t> batch_size = std::nullopt) {
-        while (!stopping) {
-            const std::vector<envelope> records = batch_size ? source.poll_batch(*batch_size) : polled_one();
-            if (records.empty()) return;
-            report.current = records.front();
-            report.batch = batch_size ? records.size() : 0;
+        const task_scope role(*process_, role_of(batch_size.has_value()));
+        while (!stopping && source.pending() > 0) {
+            report.current = *source.next();
+            report.batch = batch_size ? std::min(*batch_size, source.pending()) : 0;
             probe_->begin_delivery(index_);
-            if (!(batch_size ? decide_batch(records) : decide(records.front()))) {
-                report.batch_retries += batch_size ? 1 : 0;
-                source.redeliver_unacknowledged();
-                continue;
-            }
-            report.batch_retries = 0;
-            memory::yield_point("ack");
-            if (std::exchange(crash_before_ack, false)) {
+            try {
+                if (batch_size ? decide_batch(*batch_size) : decide(*source.poll())) {
+                    report.batch_retries = 0;
+                    continue;
+                }
+            } catch (const consumer_crash&) {
                 source.redeliver_unacknowledged();  // the restarted consumer gets it again
                 return;
             }
-            for (const auto& record : records) {
-                source.acknowledge(record);
-                report.acknowledged.push_back(key_of(record));
-            }
+            report.batch_retries += batch_size ? 1 : 0;
+            source.redeliver_unacknowledged();
         }
     }
 
     /// The action runner's task: one run of the pending-action job.
     void run_actions(std::size_t page_size, std::size_t pages) {
+        const task_scope role(*process_, role_of(false, "r"));
         probe_->begin_delivery(index_);
-        guarded([&] { report.actions_executed += inbox_.run_pending_actions(page_size, pages); });
+        guarded([&] { with_inbox([&](auto& inbox) { report.actions_executed += inbox.run_pending_actions(page_size, pages); }); });
     }
 
-    memory::source source;
+    sim_source source;
     worker_report report;
-    bool crash_before_ack = false;  ///< armed by the controller while the task waits at "ack"
-    bool stopping = false;          ///< the run is over: finish the current delivery and stop
+    bool stopping = false;  ///< the run is over: finish the current delivery and stop
 
 private:
-    std::vector<envelope> polled_one() {
-        std::vector<envelope> records;
-        if (auto record = source.poll()) records.push_back(std::move(*record));
-        return records;
+    /// The calling task's role in its process's pool, while it lives.
+    class task_scope {
+    public:
+        task_scope(process_store<Store>& process, task_role role) : process_(&process) { process.task_started(std::move(role)); }
+        task_scope(const task_scope&) = delete;
+        task_scope& operator=(const task_scope&) = delete;
+        ~task_scope() { process_->task_ended(); }
+
+    private:
+        process_store<Store>* process_;
+    };
+
+    /// A batch holds one pooled connection; one delivery (or an action run) one under
+    /// `required`, else two (its state step beside the claim transaction).
+    task_role role_of(bool batch, const char* prefix = "c") const {
+        const std::string name = prefix + std::to_string(index_) + (batch ? " (batch worker, " : " (") +
+                                 (required_ ? "required)" : "not_supported)");
+        if (batch) return {name, 1, "connection_pool", true, process_->max_batch_records(required_)};
+        return {name, required_ ? 1u : 2u, required_ ? "connection_pool_required" : "connection_pool", false, 0};
+    }
+
+    template <class Inbox>
+    void listen_on(Inbox& inbox, const declarations<testing::message>& decls) {
+        for (const auto& m : decls.sequences.front().messages)
+            inbox.on(m.qualified_type(), [this](const testing::message&, const typename Inbox::context& ctx) {
+                listen({ctx.qualified_type, ctx.idempotence_id}, ctx.context_id, ctx.transaction);
+            });
+    }
+
+    template <class Work>
+    void with_inbox(Work work) {
+        if (required_inbox_) work(*required_inbox_);
+        else work(*inbox_);
     }
 
     bool decide(const envelope& record) {
-        return guarded([&] { count(inbox_.deliver(record)); });
+        if (!guarded([&] { with_inbox([&](auto& inbox) { count(inbox.deliver(record)); }); })) return false;
+        source.acknowledge(record);
+        return true;
     }
 
-    bool decide_batch(const std::vector<envelope>& records) {
-        return guarded([&] {
-            for (const auto& result : inbox_.deliver_batch(records)) count(result);
-            ++report.batches;
-            report.batched += records.size();
+    /// A part that did not commit must be given back with the rest by poll_batch itself.
+    bool decide_batch(std::size_t batch_size) {
+        const bool committed = guarded([&] {
+            with_inbox([&](auto& inbox) {
+                const auto results = inbox.poll_batch(batch_size);
+                for (const auto& result : results) count(result);
+                ++report.batches;
+                report.batched += results.size();
+            });
         });
+        if (!committed && source.in_flight() > 0)
+            report.violations.push_back({"batch_not_given_back", "c" + std::to_string(index_) + ": poll_batch failed and left " +
+                                                                     std::to_string(source.in_flight()) + " records in flight"});
+        return committed;
     }
 
     void count(const delivery_result& result) {
@@ -139,8 +184,8 @@ private:
         report.release_failures += result.release_failures;
     }
 
-    /// Runs `work`; false when it threw (a lost connection and a retryable error are counted,
-    /// anything else is reported).
+    /// Runs `work`; false when it threw (a lost connection, a retryable error and a full lock
+    /// table are counted, anything else is reported).
     template <class Work>
     bool guarded(Work work) {
         try {
@@ -150,19 +195,32 @@ private:
             if (e.category() == error_category::connection) {
                 ++report.connection_errors;
                 process_->connection_lost();  // the process has seen it now
-            }
-            else if (e.category() == error_category::retryable)
+            } else if (e.category() == error_category::retryable && e.sqlstate() == "53200") {
+                ++report.lock_table_errors;
+            } else if (e.category() == error_category::retryable) {
                 ++report.retryable_errors;
-            else
+            } else {
                 report.errors.push_back(std::string(to_string(e.category())) + ": " + e.what());
+            }
         } catch (const std::exception& e) {
             report.errors.push_back(e.what());
         }
         return false;
     }
 
-    void listen(const std::string& type, const std::string& id, const std::string& context) {
-        probe_->enter(index_, {type, id}, context);
+    /// Under `required` the listener records its run in T1 first: a failure (or T1's end without
+    /// a commit) must undo that.
+    template <class Transaction>
+    void listen(const claim_key& key, const std::string& context, Transaction* tx) {
+        probe_->enter(index_, key, context);
+        if (tx != nullptr) {
+            try {
+                tx->put(effect_key(key, probe_->entered(key)), "done");
+            } catch (...) {  // T1's connection died under it
+                probe_->leave(index_, false);
+                throw;
+            }
+        }
         memory::yield_point("listener");
         if (probe_->take_failure(index_)) {
             probe_->leave(index_, false);
@@ -172,9 +230,11 @@ private:
     }
 
     std::size_t index_;
+    bool required_;
     process_store<Store>* process_;
-    sim_inbox<Claim, Store> inbox_;
     listener_probe* probe_;
+    std::optional<not_supported_inbox> inbox_;       // the one the seed's propagation chose
+    std::optional<required_inbox> required_inbox_;
 };
 
 }  // namespace seqinbox::sim

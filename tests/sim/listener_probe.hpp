@@ -63,6 +63,7 @@ public:
     // ---- called by the listeners, on their tasks ----
 
     void enter(std::size_t consumer, const claim_key& key, const std::string& context) {
+        ++entered_[key];
         if (disconnected_.contains(consumer)) return enter_disconnected(consumer, key, context);
         for (const auto& other : in_flight_) {
             if (other.orphan) continue;
@@ -126,6 +127,17 @@ public:
         return opened;
     }
 
+    /// The consumer's transaction will not commit (the server refused it, SQLSTATE 53200):
+    /// every key its listeners completed in this delivery whose state `is_durable` does not
+    /// report runs again. The transaction itself lives on until it rolls back: nothing is orphaned.
+    template <class IsDurable>
+    std::size_t rolled_back(std::size_t consumer, IsDurable is_durable) {
+        std::size_t opened = 0;
+        for (const auto& key : completed_[consumer])
+            if (!is_durable(key)) opened += open_window(key);
+        return opened;
+    }
+
     /// The database crashed: every key whose listener succeeded but whose state `is_durable`
     /// does not report (lost with the unflushed commits, or never stored) is in the window.
     template <class IsDurable>
@@ -163,6 +175,11 @@ public:
         return it == successes_.end() ? 0 : it->second;
     }
     bool had_window(const claim_key& key) const { return windows_.contains(key); }
+    /// Invocations of the key's listener so far, whatever became of them (the last one's number).
+    std::size_t entered(const claim_key& key) const {
+        auto it = entered_.find(key);
+        return it == entered_.end() ? 0 : it->second;
+    }
     bool ever_succeeded(const claim_key& key) const { return succeeded_once_.contains(key); }
     /// Every key an action runner read EXPIRE for, in the contexts' current instances.
     std::set<claim_key> expire_targets() const {
@@ -211,7 +228,7 @@ private:
         else if (action == message_action::consume)
             ++operator_replays_;
         else
-            check_order(key, context);
+            check_order(key, context, read);
     }
 
     const actions_read* read_of(std::size_t runner, const std::string& context) const {
@@ -221,16 +238,18 @@ private:
         return it == by_runner->second.end() ? nullptr : &it->second;
     }
 
-    /// The types whose listeners succeeded in the context, and those an operator expired there.
-    std::set<std::string> done_types(const std::string& context) {
+    /// The types whose listeners succeeded in the context, and those an operator expired there:
+    /// committed, or expired by the runner asking (`read`), whose release pass follows its
+    /// actions in the same transaction (under `required` the expiry is not committed yet).
+    std::set<std::string> done_types(const std::string& context, const actions_read* read) {
         std::set<std::string> done = succeeded_types_[context];
         for (const auto& key : expire_targets_[context])
-            if (is_processed_ && is_processed_(key)) done.insert(key.type);
+            if ((is_processed_ && is_processed_(key)) || (read && read->executed_on(key) == message_action::expire)) done.insert(key.type);
         return done;
     }
 
-    void check_order(const claim_key& key, const std::string& context) {
-        const auto done = done_types(context);
+    void check_order(const claim_key& key, const std::string& context, const actions_read* read = nullptr) {
+        const auto done = done_types(context, read);
         const condition& release = release_.at(key.type);
         if (release.satisfied([&](const std::string& t) { return done.contains(t); })) return;
         std::string before;
@@ -245,6 +264,7 @@ private:
     std::vector<invocation> in_flight_;
     std::set<std::size_t> armed_;
     std::map<claim_key, std::size_t> successes_;
+    std::map<claim_key, std::size_t> entered_;
     std::map<std::string, std::set<std::string>> succeeded_types_;  // by context
     std::map<std::size_t, std::vector<claim_key>> completed_;       // by consumer, this delivery
     std::set<claim_key> windows_;

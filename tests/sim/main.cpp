@@ -47,6 +47,7 @@ struct options {
     unsigned jobs = 1;                   ///< seeds run at once, each on its own controller thread
     source::defect planted = source::defect::none;  ///< test-only defect in the source model's code
     bool planted_instance_cache = false;            ///< test-only defect 1 of issue 17 (process_store.hpp)
+    bool planted_late_instances = false;            ///< test-only defect 1 of issue 33 (process_store.hpp)
 };
 
 constexpr std::string_view usage =
@@ -55,7 +56,7 @@ constexpr std::string_view usage =
     "                    [--expect-violation] [--max-steps N] [--shrink-replays N]\n"
     "                    [--known-issue KIND]... [--jobs N]\n"
     "                    [--planted source_seek_to_own_record|source_commit_fetch_position|\n"
-    "                               instance_cache_after_crash]\n";
+    "                               instance_cache_after_crash|batch_instances_in_transaction]\n";
 
 std::uint64_t number(std::string_view flag, const char* text) {
     char* end = nullptr;
@@ -66,6 +67,7 @@ std::uint64_t number(std::string_view flag, const char* text) {
 
 void plant(options& o, std::string_view name) {
     if (name == "instance_cache_after_crash") o.planted_instance_cache = true;
+    else if (name == "batch_instances_in_transaction") o.planted_late_instances = true;
     else o.planted = source::defect_named(name);
 }
 
@@ -142,6 +144,8 @@ void print_trace(const std::vector<std::string>& lines, std::size_t last_step) {
 }
 
 void print_declaration(const scenario& s) {
+    std::cout << "setup propagation " << (s.required ? "required" : "not_supported") << " batch_size " << s.batch_size
+              << " max_batch_records " << s.max_batch_records << " lock_entries " << s.lock_entries << '\n';
     for (const auto& m : s.decls.sequences.front().messages)
         std::cout << "declared " << m.qualified_type() << ' ' << seqinbox::describe(m.release) << '\n';
 }
@@ -238,7 +242,8 @@ int run_many(const options& o) {
 
     tally totals;  // the fault and operation figures are printed even when a run drew none
     for (const char* name : {"faults_listener_throw", "faults_connection_lost", "faults_connection_lost_in_listener",
-                             "faults_crash_before_ack", "faults_crash_database", "batches", "batched_deliveries", "deadlocks_broken", "crash_lost_commits", "crash_connections_lost", "crash_rows_without_claim", "instance_cache_stale_locks", "resends", "at_least_once_windows", "at_least_once_repeats",
+                             "faults_crash_before_ack", "faults_crash_database", "faults_lock_table", "lock_table_errors", "lock_table_exhausted",
+                             "batch_parts", "batch_records_given_back", "pool_second_leases", "seeds_required", "seeds_not_supported", "batches", "batched_deliveries", "deadlocks_broken", "crash_lost_commits", "crash_connections_lost", "crash_rows_without_claim", "instance_cache_stale_locks", "resends", "at_least_once_windows", "at_least_once_repeats",
                              "requests_CONSUME", "requests_EXPIRE", "requests_CONSUME_ALL", "requests_CLOSE", "requests_refused",
                              "action_runs", "actions_executed", "operator_replays", "housekeeping_runs", "housekeeping_marked",
                              "housekeeping_closed_removed", "housekeeping_expired_removed", "housekeeping_forwarded",
@@ -280,7 +285,9 @@ int run_program(const options& o) {
 int dispatch(const options& o) {
     if (o.claim == "insert_first" && o.planted_instance_cache)
         return run_program<claim::insert_first, planted_store<planted_defect::instance_cache_after_crash>>(o);
-    if (o.planted_instance_cache) throw std::invalid_argument("--planted instance_cache_after_crash needs --claim insert_first");
+    if (o.claim == "insert_first" && o.planted_late_instances)
+        return run_program<claim::insert_first, planted_store<planted_defect::batch_instances_in_transaction>>(o);
+    if (o.planted_instance_cache || o.planted_late_instances) throw std::invalid_argument("--planted " + std::string(o.planted_instance_cache ? "instance_cache_after_crash" : "batch_instances_in_transaction") + " needs --claim insert_first");
     if (o.claim == "insert_first") return run_program<claim::insert_first>(o);
     if (o.claim == "check_then_insert") return run_program<claim::check_then_insert>(o);
     if (o.claim == "no_claim") return run_program<no_claim>(o);

@@ -24,11 +24,16 @@ enum class planted_defect {
     /// claim_batch answers in key order rather than in the order of the requests (as a batch
     /// statement whose rows come back ORDER BY key would), so results go to the wrong deliveries.
     batch_claim_in_key_order,
+    /// Defect 1 of issue 33 put back: a batch worker's process resolves the batch's instances
+    /// after BEGIN on a second pooled connection (process_store.hpp).
+    batch_instances_in_transaction,
 };
 
 template <planted_defect Defect>
 class planted_store : public memory::store {
 public:
+    using memory::store::store;
+
     class transaction : public memory::store::transaction {
     public:
         explicit transaction(memory::store::transaction&& tx) : memory::store::transaction(std::move(tx)) {}
@@ -69,6 +74,12 @@ template <class Store>
 inline constexpr bool planted_instance_cache = false;
 template <>
 inline constexpr bool planted_instance_cache<planted_store<planted_defect::instance_cache_after_crash>> = true;
+
+/// Whether the processes on `Store` resolve a batch's instances after BEGIN (see process_store).
+template <class Store>
+inline constexpr bool planted_late_instances = false;
+template <>
+inline constexpr bool planted_late_instances<planted_store<planted_defect::batch_instances_in_transaction>> = true;
 
 static_assert(action_store<planted_store<planted_defect::expire_replays>>);
 static_assert(batch_claim_transaction<planted_store<planted_defect::batch_claim_in_key_order>::transaction>);

@@ -11,14 +11,24 @@
 // The planted defect `instance_cache_after_crash` (planted.hpp) puts defect 1 back: the cache
 // outlives lost connections, and a claim's or lock_instance's locked row reports the sequence and context the cache
 // believed, as the engine effectively did before it verified the locked row.
+//
+// The handle also counts the pooled connections each task holds (connection_pool.hpp), checks
+// that no batch transaction claims the keys of more records than the store's max_batch_records
+// (`batch_part_over_limit`), and counts the batch transactions that committed (their parts). The
+// planted defect `batch_instances_in_transaction` puts defect 1 of issue 33 back: a batch
+// worker's BEGIN is followed by the resolution of the batch's instances on a second connection,
+// as the engine before commit 40140ee did (create_or_get_instances leased one whatever its cache
+// knew).
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "connection_pool.hpp"
 #include "planted.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/store/actions.hpp"
@@ -30,11 +40,25 @@ namespace seqinbox::sim {
 template <class Store>
 class process_store {
     static constexpr bool planted = planted_instance_cache<Store>;
+    static constexpr bool late_instances = planted_late_instances<Store>;
 
 public:
     class transaction : public Store::transaction {
     public:
-        transaction(typename Store::transaction&& tx, process_store& owner) : Store::transaction(std::move(tx)), owner_(&owner) {}
+        transaction(typename Store::transaction&& tx, process_store& owner, connection_pools::lease lease)
+            : Store::transaction(std::move(tx)), owner_(&owner), lease_(std::move(lease)) {}
+
+        /// The connection goes back to the pool once the commit succeeded (a failed one keeps it
+        /// until the rollback, as the PostgreSQL store does).
+        void commit() {
+            Store::transaction::commit();
+            lease_.release();
+            if (const auto* role = owner_->pools_.role(); role && role->batch) ++owner_->batch_parts_;
+        }
+        void rollback() {
+            Store::transaction::rollback();
+            lease_.release();
+        }
 
         claim_result claim(const claim_request& request) {
             claim_result result = owner_->forgetting_if_removed({request.instance}, [&] { return Store::transaction::claim(request); });
@@ -46,6 +70,7 @@ public:
         std::vector<claim_result> claim_batch(std::span<const claim_request> requests) {
             std::vector<instance_id> instances;
             for (const auto& request : requests) instances.push_back(request.instance);
+            count_part(requests);
             auto results = owner_->forgetting_if_removed(instances, [&] { return Store::transaction::claim_batch(requests); });
             for (auto& result : results)
                 if (result.won) owner_->believed(result.locked.row);
@@ -59,23 +84,54 @@ public:
         }
 
     private:
+        /// A batch transaction claims the keys of its part's records (later rounds claim some of
+        /// them again): more keys than max_batch_records allows is a part too large.
+        void count_part(std::span<const claim_request> requests) {
+            const auto* role = owner_->pools_.role();
+            if (role == nullptr || !role->batch) return;
+            for (const auto& request : requests) keys_.insert(request.key);
+            if (keys_.size() > role->part_limit && !reported_)
+                owner_->pools_.report("batch_part_over_limit", role->name + ": one batch transaction claimed " + std::to_string(keys_.size()) +
+                                                                   " keys, more than the " + std::to_string(role->part_limit) +
+                                                                   " records the store's max_batch_records allows");
+            reported_ = reported_ || keys_.size() > role->part_limit;
+        }
+
         process_store* owner_;
+        connection_pools::lease lease_;  // held from begin() to commit, rollback or destruction
+        std::set<claim_key> keys_;       // claimed in this transaction, in a batch
+        bool reported_ = false;
     };
 
     explicit process_store(Store& shared) : shared_(&shared) {}
     process_store(const process_store&) = delete;
     process_store& operator=(const process_store&) = delete;
 
-    transaction begin() { return transaction(shared_->begin(), *this); }
+    transaction begin() {
+        auto lease = pools_.acquire("begin (a transaction)");
+        transaction tx(shared_->begin(), *this, std::move(lease));
+        if constexpr (late_instances) resolve_after_begin();
+        return tx;
+    }
 
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id, timestamp created_at,
                                              timestamp retain_until) {
+        if constexpr (late_instances)
+            if (const auto* role = pools_.role(); role && role->batch) resolved_.push_back({sequence, context_id, created_at, retain_until});
         if (auto known = cache_.find({sequence, context_id}); known != cache_.end()) return answered(known->second);
-        sequence_instance row = shared_->create_or_get_instance(sequence, context_id, created_at, retain_until);
-        forget_instance(row.id);  // an entry of another context with this id is stale (as instance_cache::remember)
-        cache_.insert_or_assign({sequence, context_id}, row);
-        return answered(row);
+        const auto lease = pools_.acquire("create_or_get_instance (" + sequence + ", " + context_id + ")");
+        return answered(remember(shared_->create_or_get_instance(sequence, context_id, created_at, retain_until)));
     }
+
+    /// The calling task starts (or ends) in `role`: its pool and its batch transactions' limit.
+    void task_started(task_role role) { pools_.task_started(std::move(role)); }
+    void task_ended() { pools_.task_ended(); }
+    /// What the calling task's operations violated since the last call (kind, text).
+    std::vector<std::pair<std::string, std::string>> take_violations() { return pools_.take_violations(); }
+    std::size_t second_leases() const noexcept { return pools_.second_leases(); }
+    std::size_t batch_parts() const noexcept { return batch_parts_; }
+
+    std::size_t max_batch_records(bool listeners_join) const { return shared_->max_batch_records(listeners_join); }
 
     void forget_instance(instance_id id) {
         std::erase_if(cache_, [&](const auto& entry) { return entry.second.id == id; });
@@ -91,12 +147,21 @@ public:
     /// Locks of an instance whose row was not the (sequence, context) the cache had for its id.
     std::size_t stale_locks() const noexcept { return stale_locks_; }
 
-    stored_as store_message(message_record row) { return shared_->store_message(std::move(row)); }
-    stored_as store_message_beside(transaction& claim, message_record row) { return shared_->store_message_beside(claim, std::move(row)); }
+    stored_as store_message(message_record row) {
+        const auto lease = pools_.acquire("store_message (a state step of its own)");
+        return shared_->store_message(std::move(row));
+    }
+    stored_as store_message_beside(transaction& claim, message_record row) {
+        const auto lease = pools_.acquire("store_message_beside (the state step beside the claim transaction)");
+        return shared_->store_message_beside(claim, std::move(row));
+    }
 
     request_outcome request_message_action(message_id id, message_action action, timestamp now) { return shared_->request_message_action(id, action, now); }
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now) { return shared_->request_instance_action(id, action, now); }
-    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const { return shared_->instances_with_pending_actions(limit); }
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const {
+        const auto lease = pools_.acquire("instances_with_pending_actions");
+        return shared_->instances_with_pending_actions(limit);
+    }
 
 private:
     template <class Op>
@@ -108,6 +173,21 @@ private:
                 for (instance_id instance : instances) forget_instance(instance);
             throw;
         }
+    }
+
+    const sequence_instance& remember(const sequence_instance& row) {
+        forget_instance(row.id);  // an entry of another context with this id is stale (as instance_cache::remember)
+        return cache_.insert_or_assign({row.sequence, row.context_id}, row).first->second;
+    }
+
+    /// The planted defect: the instances the batch worker resolved before BEGIN, read again on a
+    /// second connection after it, uncached.
+    void resolve_after_begin() {
+        const auto* role = pools_.role();
+        if (role == nullptr || !role->batch || resolved_.empty()) return;
+        const auto lease = pools_.acquire("create_or_get_instances (the batch's instances, after BEGIN)");
+        for (const auto& r : std::exchange(resolved_, {}))
+            remember(shared_->create_or_get_instance(r.sequence, r.context_id, r.created_at, r.retain_until));
     }
 
     const sequence_instance& answered(const sequence_instance& row) {
@@ -125,6 +205,9 @@ private:
     }
 
     Store* shared_;
+    mutable connection_pools pools_;  // a listing of pending actions leases one too
+    std::vector<instance_creation> resolved_;  // the planted defect's: since the batch worker's last BEGIN
+    std::size_t batch_parts_ = 0;
     std::size_t stale_locks_ = 0;
     std::map<instance_id, std::pair<std::string, std::string>> answers_;  // by id: the (sequence, context) last answered
     std::map<std::pair<std::string, std::string>, sequence_instance> cache_;  // by (sequence, context id)

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "declaration_gen.hpp"
+#include "seqinbox/memory/store.hpp"
 #include "random.hpp"
 #include "workload.hpp"
 
@@ -17,6 +18,17 @@ struct scenario {
     unsigned fault_percent = 100;      ///< scales the weight of every fault step kind
     unsigned operation_percent = 100;  ///< scales the weight of every operation step kind
     std::size_t batch_size = 2;        ///< most records a poll_batch worker decides at once
+    /// Listeners join the claim transaction (propagation::required, where savepoints scope
+    /// them), else run outside any (not_supported).
+    bool required = false;
+    /// The store's server limits (memory::store_options): max_batch_records (0: none), and the
+    /// lock table share of a transaction, which leaves lock_reserve entries to release passes
+    /// and later rounds, as PostgreSQL leaves the rest of its table.
+    std::size_t max_batch_records = 0;
+    std::size_t lock_entries = 0;
+    static constexpr std::size_t lock_reserve = 8;
+
+    memory::store_options store_options() const { return {.lock_entries = lock_entries, .max_batch_records = max_batch_records}; }
 };
 
 inline scenario make_scenario(std::uint64_t seed) {
@@ -31,6 +43,9 @@ inline scenario make_scenario(std::uint64_t seed) {
     s.fault_percent = fault_levels[rng.below(4)];
     s.operation_percent = fault_levels[rng.below(4)];  // drawn after the rest: the draws above stay as they were
     s.batch_size = rng.chance(20) ? s.work.deliveries.size() : rng.between(2, 4);  // drawn last, likewise
+    s.required = rng.chance(50);
+    s.max_batch_records = rng.chance(20) ? 0 : rng.between(1, 6);  // so that batches come in parts
+    s.lock_entries = s.max_batch_records == 0 ? 0 : s.max_batch_records + scenario::lock_reserve;
     return s;
 }
 

@@ -18,10 +18,12 @@
 #include <variant>
 #include <vector>
 
+#include "batch_checks.hpp"
 #include "checker.hpp"
 #include "consumer.hpp"
 #include "listener_probe.hpp"
 #include "operations.hpp"
+#include "run_types.hpp"
 #include "scenario.hpp"
 #include "seqinbox/claim/insert_first.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
@@ -31,42 +33,14 @@
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/memory/testing.hpp"
 #include "steps.hpp"
+#include "trace_text.hpp"
 #include "violation.hpp"
 
 namespace seqinbox::sim {
 
-/// Named counters; the program prints them as `name value` lines.
-using tally = std::map<std::string, std::uint64_t>;
-
-/// A claim strategy that writes claim rows; the others are exempt from the live-claim check.
-template <class Claim>
-inline constexpr bool writes_claims = std::is_same_v<Claim, claim::insert_first>;
-
-struct run_options {
-    std::size_t max_steps = 20'000;
-    bool trace = false;                  ///< describe every step (for printing a failing run)
-    std::set<std::size_t> dropped;       ///< planned deliveries left out (shrinking)
-};
-
-struct run_result {
-    std::vector<step> steps;             ///< the steps applied, in order: the replayable script
-    std::vector<violation> violations;
-    std::vector<std::string> trace;      ///< one line per step when run_options::trace
-    std::vector<std::optional<claim_key>> subjects;  ///< per step, with trace: the message it works on
-    tally counts;
-};
-
-/// How many operation steps of each kind one run may take, so that every run ends.
-struct operation_limits {
-    std::size_t requests = 6;
-    std::size_t action_runs = 6;
-    std::size_t housekeeping_runs = 4;
-    std::size_t time_jumps = 3;
-    std::size_t crashes = 2;
-};
-
 template <class Claim, class Store = memory::store>
 class simulation {
+    friend struct trace_text<simulation>;
     static constexpr std::size_t action_runners = 2;
     static constexpr std::size_t housekeepers = 2;
     /// Delivery consumers run two to a process, which share its instance cache; each action
@@ -81,7 +55,7 @@ public:
           blocked_(tasks_.size()) {
         for (std::size_t c = 0; c < s.work.consumers + action_runners; ++c) {
             if (c >= s.work.consumers || c % consumers_per_process == 0) processes_.push_back(std::make_unique<process_store<Store>>(store_));
-            consumers_.push_back(std::make_unique<consumer<Claim, Store>>(c, *processes_.back(), sink_, s.decls, clock_, probe_));
+            consumers_.push_back(std::make_unique<consumer<Claim, Store>>(c, *processes_.back(), sink_, s.decls, clock_, probe_, s.required));
         }
         for (std::size_t h = 0; h < housekeepers; ++h) housekeepers_.emplace_back(store_, sink_, housekeeping_of(h), clock_);
         probe_.ask_processed([this](const claim_key& key) { return processed(key); });
@@ -126,6 +100,7 @@ public:
     std::size_t operands(kind<lose_claim_connection>) const { return consumers_.size(); }
     std::size_t operands(kind<crash_before_ack>) const { return scenario_.work.consumers; }
     std::size_t operands(kind<crash_database>) const { return used_.crashes < limits_.crashes ? memory::testing::unflushed_commits(store_) + 1 : 0; }
+    std::size_t operands(kind<lock_table_full>) const { return used_.lock_faults < limits_.lock_faults ? scenario_.work.consumers : 0; }
     std::size_t operands(kind<resend>) const { return sink_.size(); }
     std::size_t operands(kind<request_action>) const { return console_free() ? request_count() : 0; }
     std::size_t operands(kind<run_actions>) const { return action_runners; }
@@ -149,7 +124,15 @@ public:
         return !where.empty() && where != "ack" && where != "instance.create_or_get" && (report.batch == 0 || report.batch_retries < 2);
     }
     bool allows(const lose_claim_connection& l) const { return allows(lose_connection{l.consumer}); }
-    bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->crash_before_ack; }
+    bool allows(const crash_before_ack& c) const { return at(c.consumer) == "ack" && !consumers_[c.consumer]->source.crash_before_ack; }
+    /// A batch parked before a savepoint, a stored message or its commit; one that failed twice
+    /// in a row is left to commit (as for lost connections).
+    bool allows(const lock_table_full& f) const {
+        if (f.consumer >= scenario_.work.consumers || used_.lock_faults >= limits_.lock_faults) return false;
+        const auto where = at(f.consumer);
+        const auto& report = consumers_[f.consumer]->report;
+        return report.batch > 0 && report.batch_retries < 2 && (where == "savepoint" || where == "message.store" || where == "commit");
+    }
     /// Only while the database holds something a crash can lose: a transaction or an unflushed commit.
     bool allows(const crash_database& c) const {
         const std::size_t unflushed = memory::testing::unflushed_commits(store_);
@@ -177,8 +160,8 @@ private:
 
     void perform(const step& s) {
         const std::size_t open_before = store_.open_transaction_count();
-        const std::string before = options_.trace ? describe_step(s) : std::string();
-        if (options_.trace) subjects_.push_back(subject(s));
+        const std::string before = options_.trace ? trace_text<simulation>::describe_step(*this, s) : std::string();
+        if (options_.trace) subjects_.push_back(trace_text<simulation>::subject(*this, s));
         std::visit([this](const auto& k) { apply(k); }, s);
         forget_derived_state();
         applied_.push_back(s);
@@ -186,7 +169,7 @@ private:
         if (store_.open_transaction_count() < open_before) after_commit_or_rollback();
         reap_tasks();
         check_nothing_lost();
-        if (options_.trace) trace_.push_back("#" + std::to_string(applied_.size() - 1) + " " + before + after_step(s));
+        if (options_.trace) trace_.push_back("#" + std::to_string(applied_.size() - 1) + " " + before + trace_text<simulation>::after_step(*this, s));
     }
 
     void apply(const advance& a) {
@@ -288,8 +271,17 @@ private:
     }
 
     void apply(const crash_before_ack& c) {
-        consumers_[c.consumer]->crash_before_ack = true;
+        consumers_[c.consumer]->source.crash_before_ack = true;
         ++counts_["faults_crash_before_ack"];
+    }
+
+    /// The batch's next operation fails and its transaction will not commit: what its listeners
+    /// completed runs again (under `required` their writes roll back with it).
+    void apply(const lock_table_full& f) {
+        ++used_.lock_faults;
+        if (driver_.exhaust_lock_table(*tasks_[f.consumer]) == 0) return;
+        ++counts_["faults_lock_table"];
+        counts_["at_least_once_windows"] += probe_.rolled_back(f.consumer, [this](const claim_key& key) { return processed(key); });
     }
 
     void apply(const resend& r) {
@@ -361,19 +353,22 @@ private:
     /// Takes the keys acknowledged in this step, then checks that no accepted message is lost.
     void check_nothing_lost() {
         for (auto& c : consumers_) {
-            for (const auto& key : c->report.acknowledged) nothing_lost_.accept(key);
-            c->report.acknowledged.clear();
+            for (const auto& key : c->source.acknowledged) nothing_lost_.accept(key);
+            c->source.acknowledged.clear();
         }
         sunk_.catch_up(sink_);
         nothing_lost_.run(store_, sunk_, probe_, log_);
+        store_errors_.run(sink_, log_);
     }
 
     void reap_tasks() {
+        for (const auto& p : processes_)
+            for (auto& [kind, text] : p->take_violations()) log_.add(std::move(kind), std::move(text));
         for (std::size_t c = 0; c < tasks_.size(); ++c) {
             if (c < consumers_.size()) report_errors(c);
             if (!tasks_[c] || !driver_.done(*tasks_[c])) continue;
             if (driver_.status(*tasks_[c]) == memory::task_status::failed)
-                log_.add("worker_died", "c" + std::to_string(c) + ": " + failure_text(driver_.failure(*tasks_[c])));
+                log_.add("worker_died", "c" + std::to_string(c) + ": " + trace_text<simulation>::failure_text(driver_.failure(*tasks_[c])));
             tasks_[c].reset();
             std::fill(blocked_.begin(), blocked_.end(), false);
         }
@@ -384,6 +379,8 @@ private:
         auto& report = consumers_[c]->report;
         for (const auto& e : report.errors) log_.add("delivery_error", "c" + std::to_string(c) + ": " + e);
         report.errors.clear();
+        for (auto& [kind, text] : std::exchange(report.violations, {})) log_.add(std::move(kind), std::move(text));
+        for (auto& fault : std::exchange(consumers_[c]->source.faults, {})) log_.add("source_misuse", "c" + std::to_string(c) + ": " + fault);
         if (report.retryable_errors > 0 && instances_removed_ == 0)
             log_.add("delivery_error", "c" + std::to_string(c) + ": a retryable error, but no instance was removed");
         counts_["retries_after_removal"] += std::exchange(report.retryable_errors, 0);
@@ -444,8 +441,11 @@ private:
             const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] + counts_["deadlocks_broken"] > 0;
             final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_}, log_)
                 .run(scenario_.work, delivered_);
+            if (scenario_.required) check_effects_once(store_, probe_, scenario_.work, delivered_, removed_keys_, log_);
         }
         count_outcomes();
+        if (counts_["lock_table_errors"] > counts_["faults_lock_table"] + counts_["lock_table_exhausted"])
+            log_.add("delivery_error", "more SQLSTATE 53200 errors than lock tables found full");
     }
 
     void count_outcomes() {
@@ -460,11 +460,19 @@ private:
             counts_["released"] += r.released;
             counts_["release_failures"] += r.release_failures;
             counts_["connection_errors"] += r.connection_errors;
+            counts_["lock_table_errors"] += r.lock_table_errors;
+            counts_["batch_records_given_back"] += c->source.given_back;
             counts_["actions_executed"] += r.actions_executed;
         }
         counts_["operator_replays"] += probe_.operator_replays();
         counts_["instances_removed"] += instances_removed_;
-        for (const auto& p : processes_) counts_["instance_cache_stale_locks"] += p->stale_locks();
+        for (const auto& p : processes_) {
+            counts_["instance_cache_stale_locks"] += p->stale_locks();
+            counts_["pool_second_leases"] += p->second_leases();
+            counts_["batch_parts"] += p->batch_parts();
+        }
+        counts_["lock_table_exhausted"] += memory::testing::lock_table_exhausted(store_);
+        ++counts_[scenario_.required ? "seeds_required" : "seeds_not_supported"];
         for (const auto& m : scenario_.work.messages)
             if (probe_.successes(m.key()) > 1) ++counts_["at_least_once_repeats"];
     }
@@ -506,80 +514,16 @@ private:
         return std::ranges::any_of(store_.messages_with_key(key), [](const auto& r) { return r.state == message_state::processed; });
     }
 
-    static std::string failure_text(const std::exception_ptr& failure) {
-        try {
-            std::rethrow_exception(failure);
-        } catch (const std::exception& e) {
-            return e.what();
-        } catch (...) {
-            return "unknown exception";
-        }
-    }
-
-    /// The logical message a step works on: the arriving one, or the one its consumer decides.
-    std::optional<claim_key> subject(const step& s) const {
-        if (const auto* a = std::get_if<arrive>(&s)) return scenario_.work.messages[scenario_.work.deliveries[a->delivery].message].key();
-        return std::visit([&](const auto& k) -> std::optional<claim_key> {
-            if constexpr (requires { k.consumer; }) {
-                if (k.consumer >= consumers_.size()) return std::nullopt;
-                const auto& current = consumers_[k.consumer]->report.current;
-                if (tasks_[k.consumer] && current) return key_of(*current);
-            }
-            return std::nullopt;
-        }, s);
-    }
-
-    std::string current_delivery(std::size_t consumer) const {
-        if (consumer >= consumers_.size()) return "";
-        const auto& current = consumers_[consumer]->report.current;
-        if (!current) return "";
-        const std::size_t batch = consumers_[consumer]->report.batch;
-        std::string text = " [" + (batch > 0 ? "batch of " + std::to_string(batch) + " from " : std::string()) +
-                           std::string(current->find_header("message-type").value_or("")) + "/" +
-                           std::string(current->find_header("idempotence-id").value_or("")) + " " + current->key.value_or("");
-        if (const auto* call = probe_.running(consumer)) text += ", listener of " + listener_probe::text(call->key);
-        return text + "]";
-    }
-
-    std::string describe_step(const step& s) const {
-        std::string text = describe(s);
-        if (const auto* a = std::get_if<arrive>(&s)) {
-            const auto& d = scenario_.work.deliveries[a->delivery];
-            const auto& m = scenario_.work.messages[d.message];
-            return text + " " + m.type + "/" + m.id + " " + m.context + " -> c" + std::to_string(d.consumer);
-        }
-        if (const auto* r = std::get_if<request_action>(&s)) {
-            const auto request = action_requests(store_)[r->target];
-            return text + " " + request.action_name() + " " + request.target;
-        }
-        std::visit([&](const auto& k) {
-            if constexpr (requires { k.consumer; })
-                text += " at " + (at(k.consumer).empty() ? std::string("(idle)") : std::string(at(k.consumer))) + current_delivery(k.consumer);
-        }, s);
-        return text;
-    }
-
-    std::string after_step(const step& s) const {
-        std::string text;
-        std::visit([&](const auto& k) {
-            if constexpr (requires { k.consumer; }) {
-                if (std::is_same_v<std::decay_t<decltype(k)>, advance>)
-                    text = " -> " + (at(k.consumer).empty() ? std::string("done") : std::string(at(k.consumer))) +
-                           (blocked_[k.consumer] ? " (blocked)" : "");
-            }
-        }, s);
-        return text;
-    }
-
     const scenario& scenario_;
     run_options options_;
     violation_log log_;
     tally counts_;
-    Store store_;
+    Store store_{scenario_.store_options()};
     memory::error_sink sink_;
     clock::manual_clock clock_;
     listener_probe probe_;
     unique_rows_check unique_rows_;
+    store_error_check store_errors_;
     own_instance_check own_instance_{scenario_.work};
     sink_index sunk_;
     nothing_lost_check nothing_lost_;
@@ -587,7 +531,7 @@ private:
     std::set<claim_key> removed_keys_;  // keys whose instance housekeeping removed
     std::size_t instances_removed_ = 0;
     operation_limits limits_;
-    operation_limits used_{0, 0, 0, 0, 0};
+    operation_limits used_{0, 0, 0, 0, 0, 0};
     mutable std::optional<std::size_t> request_count_;  // derived state, see forget_derived_state
     mutable std::optional<bool> actions_pending_;
     std::vector<std::unique_ptr<process_store<Store>>> processes_;  // before the consumers, which use them

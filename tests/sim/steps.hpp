@@ -62,6 +62,12 @@ struct crash_before_ack { static constexpr kind_info info{"crash_before_ack", 6,
 /// connection. The processes live on, their instance caches with them. At most 2 per run.
 struct crash_database { static constexpr kind_info info{"crash_database", 2, scaled_by::faults, "k"}; std::size_t keep; };
 
+/// The server's lock table is full when the consumer's batch transaction next takes an entry (it
+/// is parked before a savepoint, a stored message or its commit): that fails with SQLSTATE 53200
+/// (memory::testing::exhaust_lock_table). The part does not commit and poll_batch gives it back
+/// with the rest. At most 3 per run.
+struct lock_table_full { static constexpr kind_info info{"lock_table_full", 4, scaled_by::faults, "c"}; std::size_t consumer; };
+
 /// An operator re-sends error-sink record number `failure` (through consumer failure % consumers).
 struct resend { static constexpr kind_info info{"resend", 4, scaled_by::nothing, "f"}; std::size_t failure; };
 
@@ -83,7 +89,7 @@ struct housekeep { static constexpr kind_info info{"housekeep", 4, scaled_by::op
 struct pass_time { static constexpr kind_info info{"pass_time", 2, scaled_by::operations, "s"}; std::size_t span; };
 
 using step = std::variant<advance, poll_batch, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, crash_database,
-                          resend, request_action, run_actions, housekeep, pass_time>;
+                          lock_table_full, resend, request_action, run_actions, housekeep, pass_time>;
 
 /// Tag to select a step kind in overloads without an operand.
 template <class Kind>

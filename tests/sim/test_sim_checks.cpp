@@ -8,13 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "batch_checks.hpp"
 #include "chooser.hpp"
+#include "connection_pool.hpp"
 #include "declaration_gen.hpp"
 #include "listener_probe.hpp"
 #include "planted.hpp"
 #include "random.hpp"
 #include "scenario.hpp"
+#include "seqinbox/memory/step_driver.hpp"
 #include "shrink.hpp"
+#include "sim_source.hpp"
 #include "simulation.hpp"
 #include "source_run.hpp"
 #include "support/world.hpp"
@@ -276,8 +280,6 @@ BOOST_AUTO_TEST_CASE(a_batch_claim_that_answers_in_key_order_is_caught) {
     expect_caught<planted_defect::batch_claim_in_key_order>("lost", 200);
 }
 
-// ---- the durability model of the in-memory store (a server crash) ----
-
 namespace {
 
 message_record processed_row(instance_id instance, const claim_key& key) {
@@ -287,6 +289,109 @@ message_record processed_row(instance_id instance, const claim_key& key) {
 bool lost_connection(const seqinbox::error& e) { return e.category() == error_category::connection; }
 
 }  // namespace
+
+// ---- issue 33: pooled connections, server limits, store errors ----
+
+BOOST_AUTO_TEST_CASE(a_task_that_needs_more_connections_than_its_pool_is_a_violation) {
+    memory::store store;
+    memory::step_driver driver(store);
+    connection_pools pools;
+    driver.spawn("batch", [&] {
+        pools.task_started({"c0 (batch worker, required)", 1, "connection_pool", true, 1});
+        const auto t1 = pools.acquire("begin");
+        const auto beside = pools.acquire("store_message");  // waits for itself in PostgreSQL
+    });
+    driver.spawn("one", [&] {
+        pools.task_started({"c1 (not_supported)", 2, "connection_pool", false, 0});
+        const auto t1 = pools.acquire("begin");
+        const auto beside = pools.acquire("store_message_beside");  // its second: allowed
+    });
+    driver.spawn("console", [&] { const auto free = pools.acquire("request_message_action"); });  // no pool: not counted
+    const auto found = pools.take_violations();
+    BOOST_TEST_REQUIRE(found.size() == 1u);
+    BOOST_TEST(found.front().first == "connection_pool");
+    BOOST_TEST(found.front().second.find("store_message needs another pooled connection while it holds 1 of its 1 (begin)") != std::string::npos,
+               found.front().second);
+    BOOST_TEST(pools.second_leases() == 1u);
+}
+
+// Defect 1 of issue 33 put back: the batch's instances resolved after BEGIN on a second connection.
+BOOST_AUTO_TEST_CASE(a_batch_that_resolves_its_instances_after_begin_is_caught) {
+    expect_caught<planted_defect::batch_instances_in_transaction>("connection_pool", 200);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_error_in_the_error_sink_is_a_violation) {
+    memory::error_sink sink;
+    violation_log log;
+    store_error_check check;
+    sink.publish({{}, "listener failed: injected listener failure", "T0", "m0", "ctx", failure_kind::listener_failed});
+    check.run(sink, log);
+    BOOST_TEST(log.empty());
+    sink.publish({{}, "listener failed: out of shared memory while creating a savepoint", "T1", "m1", "ctx", failure_kind::listener_failed});
+    check.run(sink, log);
+    check.run(sink, log);  // each record is judged once
+    BOOST_TEST(kinds(log) == std::vector<std::string>{"store_error_dead_lettered"});
+}
+
+BOOST_AUTO_TEST_CASE(a_listener_write_committed_twice_is_a_violation) {
+    for (const std::size_t times : {1u, 2u}) {
+        memory::store store;
+        const auto instance = store.create_or_get_instance("S", "ctx", {}, {});
+        workload w;
+        w.messages.push_back({"T0", "m0", "ctx"});
+        probe_fixture f;
+        auto tx = store.begin();
+        tx.store_message(processed_row(instance.id, f.t0));
+        for (std::size_t run = 1; run <= 3; ++run) {  // the third run's write rolled back
+            f.probe.enter(0, f.t0, "ctx");
+            f.probe.leave(0, true);
+            if (run <= times) tx.put(effect_key(f.t0, run), "done");
+        }
+        tx.commit();
+        check_effects_once(store, f.probe, w, {true}, {}, f.log);
+        BOOST_TEST(kinds(f.log) == (times == 1 ? std::vector<std::string>{} : std::vector<std::string>{"effect_not_once"}));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_source_reports_an_acknowledgement_or_a_give_back_of_what_is_not_in_flight) {
+    sim_source source;
+    source.push(testing::record("T0", "m0", "ctx"));
+    source.push(testing::record("T0", "m1", "ctx"));
+    const auto polled = source.poll_batch(2);
+    source.redeliver(polled[1]);
+    source.redeliver(polled[0]);  // last first: the first ends in front
+    BOOST_TEST(source.next()->offset == polled[0].offset);
+    source.redeliver(polled[0]);
+    const auto again = source.poll();
+    source.acknowledge(*again);
+    source.acknowledge(*again);
+    BOOST_TEST(source.faults.size() == 2u);
+    BOOST_TEST(source.acknowledged.size() == 1u);
+    BOOST_TEST(source.given_back == 2u);
+}
+
+// Seeds draw max_batch_records of 1-6, so batches come in parts, under both propagations; a full
+// lock table fails a part at a savepoint, a stored message or its commit, and it comes again: no
+// violation but the known pool one of single deliveries under `required`.
+BOOST_AUTO_TEST_CASE(a_full_lock_table_fails_a_part_which_comes_again) {
+    tally total;
+    for (std::uint64_t seed = 1; seed <= 80; ++seed) {
+        const scenario s = make_scenario(seed);
+        random_chooser chooser(s);
+        const run_result result = simulation<claim::insert_first>(s, {}).run(chooser);
+        for (const auto& v : result.violations) BOOST_TEST(v.kind == "connection_pool_required", "seed " << seed << ": " << v.kind << ": " << v.text);
+        for (const auto& [name, value] : result.counts) total[name] += value;
+    }
+    BOOST_TEST(total["faults_lock_table"] > 0u);
+    BOOST_TEST(total["lock_table_errors"] > 0u);
+    BOOST_TEST(total["batch_records_given_back"] > 0u);
+    BOOST_TEST(total["batch_parts"] > total["batches"], "batches come in parts");
+    BOOST_TEST(total["seeds_required"] > 0u);
+    BOOST_TEST(total["seeds_not_supported"] > 0u);
+}
+
+// ---- the durability model of the in-memory store (a server crash) ----
+
 
 BOOST_AUTO_TEST_CASE(a_crash_keeps_the_flushed_commits_and_a_prefix_of_the_unflushed_ones) {
     const timestamp t{};

@@ -1,6 +1,7 @@
 // The in-memory store: its tables, locks, visibility and durability; the transaction's operations
 // are in transaction.cpp, the other concepts in actions.cpp, housekeeping.cpp and views.cpp.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +30,8 @@ store::transaction store::begin() {
     tx->loss_seen = false;
     tx->skip_flush = false;
     tx->flush_owed = false;
+    tx->aborted = false;
+    tx->lock_fault = false;
     open_.push_back(tx);
     return transaction(*this, tx);
 }
@@ -45,6 +48,12 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     instance_row row;
     row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
     return instances_.emplace(id, std::move(row)).first->second.row;
+}
+
+std::size_t store::max_batch_records(bool listeners_join) const noexcept {
+    const std::size_t most = options_.max_batch_records;
+    if (most == 0) return std::numeric_limits<std::size_t>::max();
+    return listeners_join ? std::max<std::size_t>(1, most / 2) : most;
 }
 
 stored_as store::store_message(message_record row) {
@@ -73,6 +82,12 @@ void store::ensure_usable(detail::tx_state& tx) {
                     "connection lost: transaction " + std::to_string(tx.id) + " was rolled back", "57P01");
     }
     if (tx.ended) throw error(error_category::misuse, "transaction " + std::to_string(tx.id) + " already ended");
+}
+
+void store::ensure_not_aborted(const detail::tx_state& tx) {
+    if (tx.aborted)
+        throw error(error_category::internal,
+                    "current transaction " + std::to_string(tx.id) + " is aborted, commands ignored until end of transaction block", "25P02");
 }
 
 void store::require_instance(instance_id id) const {
@@ -141,7 +156,27 @@ void store::lock_instance_row(lock_guard& lock, detail::tx_state& tx, instance_i
 
 void store::lock_key(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
     wait_while(lock, &tx, label, [&] { return held_by_other(key_locks_, key, tx); });
-    if (key_locks_.try_emplace(key, tx.id).second) tx.locks.keys.push_back(key);
+    if (key_locks_.contains(key)) return;  // this transaction's already
+    take_lock_entry(tx, "storing a sequenced message");
+    key_locks_.emplace(key, tx.id);
+    tx.locks.keys.push_back(key);
+}
+
+void store::take_lock_entry(detail::tx_state& tx, std::string_view doing) {
+    if (options_.lock_entries == 0 || tx.locks.keys.size() + tx.savepoints.size() < options_.lock_entries) return;
+    ++lock_table_exhausted_;
+    out_of_shared_memory(tx, doing);
+}
+
+void store::fail_if_armed(detail::tx_state& tx, std::string_view doing) {
+    if (std::exchange(tx.lock_fault, false)) out_of_shared_memory(tx, doing);
+}
+
+void store::out_of_shared_memory(detail::tx_state& tx, std::string_view doing) {
+    tx.aborted = true;
+    throw error(error_category::retryable,
+                "out of shared memory while " + std::string(doing) + " (the lock table is full; increase max_locks_per_transaction)",
+                "53200");
 }
 
 void store::release_locks(detail::held_locks& locks, const detail::held_locks& kept) {

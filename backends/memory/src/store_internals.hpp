@@ -50,6 +50,7 @@ auto store::operate(detail::tx_state& tx, std::string_view label, Op op) {
     yield_point(label);
     lock_guard lock(mutex_);
     ensure_usable(tx);
+    if (label != "rollback_to") ensure_not_aborted(tx);
     return op(lock);
 }
 

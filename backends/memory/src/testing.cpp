@@ -53,6 +53,22 @@ std::vector<instance_id> testing::instances_locked_by(const store& s, const deta
     return ids;
 }
 
+std::size_t testing::exhaust_lock_table(store& s, const detail::task_state* task) {
+    std::lock_guard lock(s.mutex_);
+    std::size_t armed = 0;
+    for (auto* tx : s.open_)
+        if (tx->owner == task) {
+            tx->lock_fault = true;
+            ++armed;
+        }
+    return armed;
+}
+
+std::size_t testing::lock_table_exhausted(const store& s) {
+    std::lock_guard lock(s.mutex_);
+    return s.lock_table_exhausted_;
+}
+
 void testing::delete_instance(store& s, instance_id id) {
     yield_point("instance.delete");
     store::lock_guard lock(s.mutex_);

@@ -160,6 +160,7 @@ void store::transaction::update_message_state(message_id id, message_state state
 
 stored_as store::transaction::store_message(message_record row) {
     return run("message.store", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+        s.fail_if_armed(tx, "storing a sequenced message");
         s.lock_key(lock, tx, row.key(), "message.store");
         const auto rows = s.visible_messages(tx, row.key());
         auto in = [&](message_state state) { return std::ranges::any_of(rows, [&](auto& r) { return r.state == state; }); };
@@ -190,7 +191,9 @@ void store::transaction::close_instance(instance_id instance, timestamp now) {
 }
 
 store::savepoint_id store::transaction::savepoint() {
-    return run("savepoint", [&](store&, detail::tx_state& tx, lock_guard&) {
+    return run("savepoint", [&](store& s, detail::tx_state& tx, lock_guard&) {
+        s.fail_if_armed(tx, "creating a savepoint");
+        s.take_lock_entry(tx, "creating a savepoint");
         auto& point = tx.savepoints.emplace_back(detail::savepoint_state{tx.writes, tx.locks, {}});
         for (const auto* held : tx.locks.claims) point.claim_views.push_back(held->second.pending);
         return tx.savepoints.size() - 1;
@@ -206,6 +209,7 @@ void store::transaction::rollback_to(savepoint_id point) {
         for (std::size_t i = 0; i < saved.claim_views.size(); ++i) tx.locks.claims[i]->second.pending = saved.claim_views[i];
         s.release_locks(tx.locks, saved.locks);
         tx.savepoints.resize(point + 1);
+        tx.aborted = false;  // as ROLLBACK TO SAVEPOINT recovers a failed transaction
         s.cv_.notify_all();
     });
 }
@@ -261,6 +265,11 @@ void store::transaction::commit() {
     // A commit whose connection died (unseen yet) still flushes, on another connection.
     store_->settle_flush_owed(*tx_);
     store_->ensure_usable(*tx_);
+    if (tx_->aborted) {  // PostgreSQL answers COMMIT with ROLLBACK: nothing is saved
+        store_->finish(*tx_);
+        throw error(error_category::misuse, "commit after a failed statement: the transaction was rolled back and nothing was saved");
+    }
+    store_->fail_if_armed(*tx_, "committing");
     store_->commit_durably(*tx_);
     store_->finish(*tx_);
 }

@@ -118,6 +118,10 @@ public:
     /// Only the connection of the task's oldest open transaction (its claim transaction) dies.
     void lose_claim_connection(task_id id) { testing::lose_first_connection_of(*store_, &at(id).state); }
 
+    /// The task's open transactions find the lock table full at their next savepoint, stored
+    /// message or commit (testing::exhaust_lock_table); how many were armed.
+    std::size_t exhaust_lock_table(task_id id) { return testing::exhaust_lock_table(*store_, &at(id).state); }
+
     /// The instances the task's open transactions lock.
     std::vector<instance_id> locked_instances(task_id id) const { return testing::instances_locked_by(*store_, &at(id).state); }
 

@@ -12,6 +12,9 @@
 // nothing or rolled back, unless a statement found its connection lost). A crash keeps what was
 // flushed and any prefix of the later commits.
 //
+// PostgreSQL's lock table is modelled as one transaction's share of it (store_options::
+// lock_entries): a transaction that goes over it fails with SQLSTATE 53200 and is aborted.
+//
 // Only declarations live here, so that a unit using the store does not compile it: the bodies are
 // compiled once into seqinbox::memory, one file per concept of store/ (backends/memory/src/).
 #include <chrono>
@@ -44,6 +47,18 @@ struct store_options {
     /// How long a free (non-driven) thread waits for a lock before failing with a retryable
     /// error, like PostgreSQL's lock_timeout. Driven tasks wait for as long as the test wants.
     std::chrono::milliseconds lock_timeout{30'000};
+    /// PostgreSQL's shared lock table, as the share one transaction may fill (0: no limit). A
+    /// message key store_message locks takes an entry (its advisory lock), so does a savepoint
+    /// (its subtransaction) until rolled back; the operation that would take one more fails with
+    /// error(retryable, "out of shared memory ...", "53200") and aborts the transaction: later
+    /// statements fail (25P02) until it rolls back, or back to a savepoint, as there.
+    std::size_t lock_entries = 0;
+    /// What max_batch_records() reports (0: no limit): the records one batch transaction may
+    /// decide when listeners do not join it; half as many (at least 1) when they do, as each
+    /// then takes a savepoint too. What lock_entries holds beyond that is left to what a batch
+    /// takes besides its records (release passes' and later rounds' savepoints), as the
+    /// PostgreSQL store leaves the rest of the table.
+    std::size_t max_batch_records = 0;
 };
 
 class store {
@@ -66,6 +81,10 @@ public:
 
     /// Remembers nothing outside the store's state: there is nothing to forget.
     void forget_instance(instance_id) noexcept {}
+
+    /// How many records one batch transaction may decide (store_options::max_batch_records);
+    /// the largest size_t without a limit.
+    std::size_t max_batch_records(bool listeners_join) const noexcept;
 
     /// transaction::store_message in a transaction of its own.
     stored_as store_message(message_record row);
@@ -120,6 +139,8 @@ private:
 
     // The member templates are defined in src/store_internals.hpp, beside their only callers.
     void ensure_usable(detail::tx_state& tx);
+    /// After a failed statement only a rollback (to a savepoint) is accepted, as in PostgreSQL.
+    static void ensure_not_aborted(const detail::tx_state& tx);
 
     /// Parks (driven task) or waits (free thread) while `conflict()` holds; rechecks liveness.
     template <class Conflict>
@@ -152,6 +173,11 @@ private:
     void lock_instance_row(lock_guard& lock, detail::tx_state& tx, instance_id id, std::string_view label);
     /// store_message's per-key lock, like pg_advisory_xact_lock on the key.
     void lock_key(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label);
+    /// A new entry of the lock table for `tx` (a key lock or a savepoint), within lock_entries.
+    void take_lock_entry(detail::tx_state& tx, std::string_view doing);
+    /// Fails `tx`'s operation as a full lock table does, once, when a test armed it.
+    void fail_if_armed(detail::tx_state& tx, std::string_view doing);
+    [[noreturn]] static void out_of_shared_memory(detail::tx_state& tx, std::string_view doing);
 
     /// The rows with `key` that `tx` sees, oldest first.
     std::vector<message_record> visible_messages(detail::tx_state& tx, const claim_key& key) const;
@@ -237,6 +263,7 @@ private:
     std::vector<detail::tx_state*> free_;
     std::vector<committed_tables> unflushed_;  // the state before each commit not flushed yet
     std::size_t wal_flushes_ = 0;
+    std::size_t lock_table_exhausted_ = 0;  // operations refused over lock_entries
 };
 
 /// One transaction on its own "connection". Move-only; rolls back when destroyed unactive.

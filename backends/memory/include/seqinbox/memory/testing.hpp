@@ -39,6 +39,14 @@ struct testing {
     /// runner is acting on).
     static std::vector<instance_id> instances_locked_by(const store& s, const detail::task_state* task);
 
+    // ---- server limits ----
+    /// The next savepoint, stored message or commit of every open transaction `task` began fails
+    /// with SQLSTATE 53200, as when the server's lock table is full, and aborts it. Returns how
+    /// many transactions were armed.
+    static std::size_t exhaust_lock_table(store& s, const detail::task_state* task);
+    /// Operations refused so far because their transaction was over store_options::lock_entries.
+    static std::size_t lock_table_exhausted(const store& s);
+
     // ---- around the inbox ----
     /// Deletes an instance with its messages and claims (ON DELETE CASCADE), committed at once.
     /// Waits like a DELETE would while another transaction locks the instance.

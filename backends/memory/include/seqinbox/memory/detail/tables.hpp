@@ -124,6 +124,8 @@ struct tx_state {
     bool loss_seen = false;  // a call on it failed because of that: it ends without a flush
     bool skip_flush = false;  // its commit does not wait for the WAL flush (synchronous_commit off)
     bool flush_owed = false;  // a step beside it committed unflushed: its end flushes
+    bool aborted = false;  // a statement failed (53200): nothing but a rollback (to a savepoint) until it ends
+    bool lock_fault = false;  // its next savepoint, stored message or commit finds the lock table full
     overlay writes;
     held_locks locks;
     std::vector<savepoint_state> savepoints;
