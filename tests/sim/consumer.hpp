@@ -133,13 +133,14 @@ private:
         process_store<Store>* process_;
     };
 
-    /// A batch holds one pooled connection; one delivery (or an action run) one under
-    /// `required`, else two (its state step beside the claim transaction).
+    /// A batch holds one pooled connection; one delivery (or an action run) two: its state step
+    /// beside the claim transaction, or under `required` a failure's FAILED row (durable before
+    /// the error sink hears of it) and a failed replay's state, each on a connection of its own.
     task_role role_of(bool batch, const char* prefix = "c") const {
         const std::string name = prefix + std::to_string(index_) + (batch ? " (batch worker, " : " (") +
                                  (required_ ? "required)" : "not_supported)");
         if (batch) return {name, 1, "connection_pool", true, process_->max_batch_records(required_)};
-        return {name, required_ ? 1u : 2u, required_ ? "connection_pool_required" : "connection_pool", false, 0};
+        return {name, 2u, "connection_pool", false, 0};
     }
 
     template <class Inbox>
