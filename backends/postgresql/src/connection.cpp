@@ -134,7 +134,9 @@ void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view
                     where + ": the connection to PostgreSQL was lost (" + e.get_error_message() + "); " +
                         std::string(connection_fix),
                     sqlstate);
-    if (starts_with_any(sqlstate, {"55P03", "40001", "40P01", "57014"}))
+    // Lock waits, conflicts, cancellations, and a full lock table or too many connections: the
+    // same statement may succeed later.
+    if (starts_with_any(sqlstate, {"55P03", "40001", "40P01", "57014", "53200", "53300"}))
         throw error(error_category::retryable, where + ": " + e.get_error_message() + " (SQLSTATE " + sqlstate + "); retry",
                     sqlstate);
     throw error(error_category::internal,

@@ -43,6 +43,7 @@ void store::transaction::commit() { checked(impl_).commit(); }
 void store::transaction::rollback() { checked(impl_).rollback(); }
 soci::session& store::transaction::session() { return checked(impl_).session(); }
 bool store::transaction::active() const noexcept { return impl_ && impl_->active(); }
+bool store::transaction::aborted() const noexcept { return impl_ && impl_->aborted(); }
 
 std::uint64_t store::transaction::id() {
     return static_cast<std::uint64_t>(checked(impl_).read("reading txid_current()", [](detail::connection& c) {

@@ -33,6 +33,9 @@ public:
 
     bool active() const noexcept { return !ended_ && operator->()->connected(); }
 
+    /// A statement failed in the transaction and PostgreSQL ignores everything until a rollback.
+    bool aborted() const noexcept { return !ended_ && (aborted_ || (begun_ && in_failed_transaction())); }
+
     /// Drops `instance` from the store's instance cache and says it is gone: a retryable error.
     [[noreturn]] void instance_removed(instance_id instance, std::string sqlstate = {}) {
         pool_->instances().forget(instance);

@@ -73,10 +73,17 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::invoke(const message_type&
                                                              bool replayed, transaction* t1) {
     const listener_fn& fn = listeners_.at(type.qualified);
     auto call = [&](transaction* tx) { fn(message, context{record, type.qualified, idempotence_id, context_id, replayed, tx}); };
-    if (t1 == nullptr)
+    if (t1 == nullptr) {
         call(nullptr);
-    else
+    } else {
         Propagation::run(*store_, *t1, call);
+        // A listener that swallowed the error of its own statement in T1 failed: T1 is aborted,
+        // and the next listener's statements would fail in its name.
+        if constexpr (Propagation::joins_claim_transaction && requires { t1->aborted(); })
+            if (t1->aborted())
+                throw error(error_category::bad_message, "a statement of the listener failed in the claim transaction, and the listener "
+                                                         "went on (PostgreSQL aborted the transaction)");
+    }
     metrics_.consumed(type.qualified);
 }
 

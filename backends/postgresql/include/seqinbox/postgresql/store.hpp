@@ -271,6 +271,10 @@ public:
     /// True until commit(), rollback() or a lost connection (also one seen by the listener).
     bool active() const noexcept;
 
+    /// True when a statement failed in this transaction, so that PostgreSQL ignores the rest
+    /// until a rollback: after a listener returned, its own statement failed and it went on.
+    bool aborted() const noexcept;
+
 private:
     friend class store;
     class impl;
