@@ -94,3 +94,45 @@ BOOST_AUTO_TEST_CASE(a_multi_line_error_stays_one_line_per_failing_part_in_healt
     const std::string retrying = board.report(0, [](const si::envelope&) { return true; });
     BOOST_TEST(lines(retrying) == 1, retrying);
 }
+
+namespace {
+si::envelope record_at(std::int64_t offset) {
+    si::envelope record;
+    record.topic = "orders";
+    record.partition = static_cast<std::int32_t>(offset % 4);
+    record.offset = offset;
+    return record;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_large_batch_is_given_back_and_decided_in_time_linear_in_its_size) {
+    // A failed batch gives back each of its records, and comes again; once it commits, each is
+    // decided. Each call used to walk the whole board to forget records of older rebalances: in
+    // the relay, giving back a batch of 40,000 records took 14 s (28 s with the board full), and
+    // a consumer thread saw a stop only after that (issue 33).
+    si::metrics::registry registry;
+    si::relay::detail::retry_board board(registry);
+    constexpr std::int64_t records = 50000;
+    const auto started = std::chrono::steady_clock::now();
+    for (int attempt = 0; attempt < 2; ++attempt)
+        for (std::int64_t offset = records - 1; offset >= 0; --offset) board.given_back(record_at(offset), "refused", 1);
+    BOOST_TEST(board.one_at_a_time(1) == false);
+    for (std::int64_t offset = 0; offset < records; ++offset) board.decided(record_at(offset), 1);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    BOOST_TEST_MESSAGE(records << " records given back twice and decided in " << took.count() << " s");
+    BOOST_TEST(took.count() < 3.0);
+    BOOST_TEST(board.report(1, [](const si::envelope&) { return true; }).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_record_given_back_in_an_older_generation_is_forgotten_once_a_newer_one_is_seen) {
+    si::metrics::registry registry;
+    si::relay::detail::retry_board board(registry);
+    const auto all = [](const si::envelope&) { return true; };
+    board.given_back(record_at(1), "refused", 1);
+    board.given_back(record_at(2), "refused", 2);  // a rebalance since: record 1 may be another member's now
+    BOOST_TEST(board.report(2, all) == "retrying orders[2]@2: 1 failed attempt, last error: refused\n");
+    board.given_back(record_at(3), "refused", 1);  // a thread that read the generation before the rebalance
+    BOOST_TEST(board.report(1, all).find("orders[3]@3") != std::string::npos);
+    board.decided(record_at(2), 2);
+    BOOST_TEST(board.report(2, all).empty(), "record 3 belongs to an older generation: forgotten");
+}

@@ -1,5 +1,6 @@
 #include "seqinbox/relay/relay.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -134,6 +135,7 @@ public:
           sources_(join_group()),
           retries_(*metrics_.shared_registry()),
           members_(make_members()),
+          batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           api_(store_, access_, {.expiring_share = options_.expiring_share}),
           http_(where(), routes(), [this](const http_request& r) { return api_(r); }) {
@@ -145,13 +147,19 @@ public:
     impl& operator=(const impl&) = delete;
 
     void start() {
+        if (batch_size_ < options_.batch_size)
+            note(log_level::warn, "batch size " + std::to_string(options_.batch_size) +
+                                      " is more than PostgreSQL's lock table lets one transaction hold (" + store_.lock_table() +
+                                      ", half of them for the relay's " + std::to_string(store_.options().pool_size) +
+                                      " connections): batches of " + std::to_string(batch_size_) +
+                                      " records; a larger max_locks_per_transaction allows larger ones");
         for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n, *members_[n - 1]); });
         schedule_ = std::make_unique<detail::job_schedule>(std::vector<detail::job_schedule::job>{
             {options_.actions_every, [this] { run_job("pending actions", [this] { run_actions(); }); }},
             {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
         });
         note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) + " consumer thread(s), batches of up to " +
-                                  std::to_string(options_.batch_size) + " records, " + serving());
+                                  std::to_string(batch_size_) + " records, " + serving());
     }
 
     void stop() {
@@ -304,7 +312,7 @@ private:
         const struct done_batch {
             ~done_batch() { batch_publications = nullptr; }
         } done;
-        m.inbox.poll_batch(options_.batch_size, {.before_commit = [this, &publications] { await(publications); }});
+        m.inbox.poll_batch(batch_size_, {.before_commit = [this, &publications] { await(publications); }});
     }
 
     /// Every publication of the batch acknowledged, or the batch does not commit.
@@ -369,6 +377,10 @@ private:
     metrics::prometheus_metrics metrics_;
     detail::retry_board retries_;
     std::vector<std::unique_ptr<member>> members_;  // members_[n - 1] is consumer thread n's
+    /// options_.batch_size within what one batch transaction may decide (the store's lock table,
+    /// see pg::store::max_batch_records): a poll is then one transaction, and a consumer thread
+    /// sees a stop between two of them.
+    std::size_t batch_size_;
     housekeeper_type housekeeper_;
     detail::health_board health_;
     std::atomic<bool> stopping_{false};

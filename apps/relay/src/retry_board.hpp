@@ -56,6 +56,7 @@ public:
         entry.last_error = seqinbox::detail::loggable(why);  // one line in /healthz whatever the error's text
         entry.generation = generation;
         entry.alone = alone;
+        oldest_ = std::min(oldest_, generation);
         retries_->inc({});
         retrying_->set({}, static_cast<double>(records_.size()));
     }
@@ -120,13 +121,19 @@ private:
     }
 
     /// After a rebalance a record not given back again since may have moved to another member,
-    /// which then decides it: this relay would never hear of it.
+    /// which then decides it: this relay would never hear of it. Walks the records only when one
+    /// may be older than `generation` (a rebalance since the last walk, or a record given back
+    /// by a thread that read the generation before it), not at each call: giving back or
+    /// deciding a batch of n records then takes O(n log n), not O(n^2) (40,000 records: 14 s).
     void forget_older_than(std::uint64_t generation) {
+        if (oldest_ >= generation) return;
         std::erase_if(records_, [generation](const auto& item) { return item.second.generation < generation; });
+        oldest_ = generation;  // no record left is older
     }
 
     std::mutex mutex_;
     std::map<position, entry> records_;
+    std::uint64_t oldest_ = 0;  ///< no record's generation is older (a lower bound)
     metrics::counter_family* retries_;  // owned by the registry, which outlives the relay's use of it
     metrics::gauge_family* retrying_;
 };

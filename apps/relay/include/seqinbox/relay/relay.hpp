@@ -68,7 +68,9 @@ struct relay_options {
     /// acknowledged together before it commits. 250: per record, two fifths of the per-batch
     /// costs of 100 (the claim statement, the commit's WAL flush, the wait for the broker), for a
     /// window of repeats after a crash of at most that many records per thread; Kafka's own
-    /// max.poll.records is 500.
+    /// max.poll.records is 500. A batch_size larger than one transaction may decide within the
+    /// server's lock table (postgresql::store::max_batch_records) is clamped to it, with a line in
+    /// the log at start.
     std::size_t batch_size = 250;
     std::chrono::milliseconds batch_linger{5};
     /// Port of /metrics, /healthz, the operator API and console; 0 picks a free one (see http_port()).
