@@ -67,10 +67,10 @@ store::store(store_options options) : pool_(std::make_shared<detail::pool>(std::
 }
 
 void store::read_lock_table(soci::session& session) {
-    const auto setting = [&](const char* name) { return query_number(session, std::string("SELECT current_setting('") + name + "')::bigint"); };
-    const long long per_transaction = setting("max_locks_per_transaction");
-    const long long connections = setting("max_connections");
-    const long long prepared = setting("max_prepared_transactions");
+    long long per_transaction = 0, connections = 0, prepared = 0;
+    session << "SELECT current_setting('max_locks_per_transaction')::bigint, current_setting('max_connections')::bigint,"
+               " current_setting('max_prepared_transactions')::bigint",
+        soci::into(per_transaction), soci::into(connections), soci::into(prepared);
     lock_table_entries_ = static_cast<std::size_t>(per_transaction * (connections + prepared));
     lock_table_ = std::to_string(lock_table_entries_) + " entries (max_locks_per_transaction " + std::to_string(per_transaction) +
                   " x (max_connections " + std::to_string(connections) + " + max_prepared_transactions " + std::to_string(prepared) + "))";
