@@ -15,8 +15,9 @@
 
 namespace seqinbox::conformance::views {
 
-/// Messages of o1 in turn WAITING, PROCESSED and FAILED, with a message of o2 after each, so
-/// that o1's ids are not contiguous. Returns o1's message ids, ascending.
+/// Messages of o1 in turn WAITING, PROCESSED and FAILED, with a message of o2 after every fourth,
+/// so that o1's ids are not contiguous. Returns o1's message ids, ascending. (PostgreSQL sends an
+/// inserted row on its own: a few milliseconds each.)
 template <class B>
 std::vector<message_id> many_messages(B& b, std::size_t count) {
     constexpr message_state states[] = {message_state::waiting, message_state::processed, message_state::failed};
@@ -26,6 +27,7 @@ std::vector<message_id> many_messages(B& b, std::size_t count) {
     for (std::size_t k = 0; k < count; ++k) {
         auto row = order_row(b, "o1", "OrderShipped", "m-" + std::to_string(k), states[k % 3]);
         tx.insert_message(row);
+        if (k % 4 != 0) continue;
         row = other;
         row.idempotence_id = "n-" + std::to_string(k);
         tx.insert_message(row);
@@ -52,7 +54,7 @@ BOOST_AUTO_TEST_SUITE(instance_view_pages)
 BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_view_holds_the_first_page_of_its_messages, Backend, backends) {
     namespace conf = seqinbox::conformance;
     Backend b;
-    const auto ids = conf::views::many_messages(b, 2'500);
+    const auto ids = conf::views::many_messages(b, 1'200);
     const auto o1 = conf::instance_id_of(b, "o1");
     const auto by_id = b.store.view_instance(o1);
     BOOST_TEST_REQUIRE(by_id.has_value());
@@ -61,10 +63,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_view_holds_the_first_page_of_its_messa
     BOOST_TEST(conf::views::ids_of(*by_id) == first, boost::test_tools::per_element());
     BOOST_TEST_REQUIRE(by_id->next.has_value());
     BOOST_TEST(*by_id->next == first.back());
-    BOOST_TEST(by_id->counts.waiting == 834u);
-    BOOST_TEST(by_id->counts.processed == 833u);
-    BOOST_TEST(by_id->counts.failed == 833u);
-    BOOST_TEST(by_id->counts.total() == 2'500u);
+    BOOST_TEST(by_id->counts.waiting == 400u);
+    BOOST_TEST(by_id->counts.processed == 400u);
+    BOOST_TEST(by_id->counts.failed == 400u);
+    BOOST_TEST(by_id->counts.total() == 1'200u);
 
     const auto by_name = b.store.view_instance(conf::order_sequence, "o1");
     BOOST_TEST_REQUIRE(by_name.has_value());
@@ -76,9 +78,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_cursor_walks_every_message_once_in_id_order, B
     namespace conf = seqinbox::conformance;
     namespace si = seqinbox;
     Backend b;
-    const auto ids = conf::views::many_messages(b, 2'500);
+    const auto ids = conf::views::many_messages(b, 1'200);
     const auto o1 = conf::instance_id_of(b, "o1");
-    for (const std::size_t limit : {std::size_t{500}, std::size_t{1'000}, std::size_t{7}}) {  // 500: the last page is full
+    for (const std::size_t limit : {std::size_t{400}, std::size_t{1'000}, std::size_t{7}}) {  // 400: the last page is full
         std::vector<si::message_id> walked;
         si::message_page page{.limit = limit};
         std::size_t pages = 0;
@@ -92,7 +94,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_cursor_walks_every_message_once_in_id_order, B
             BOOST_TEST_REQUIRE(*view->next == view->messages.back().id);
             page.after = *view->next;
         }
-        BOOST_TEST(pages + 1 == (2'500 + limit - 1) / limit, "limit " << limit);
+        BOOST_TEST(pages + 1 == (1'200 + limit - 1) / limit, "limit " << limit);
         BOOST_TEST(walked == ids, boost::test_tools::per_element());
     }
     const auto middle = b.store.view_instance(conf::order_sequence, "o1", {.limit = 3, .after = ids[1'000]});
@@ -102,7 +104,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_cursor_walks_every_message_once_in_id_order, B
     BOOST_TEST_REQUIRE(past_the_end.has_value());
     BOOST_TEST(past_the_end->messages.empty());
     BOOST_TEST(!past_the_end->next.has_value());
-    BOOST_TEST(past_the_end->counts.total() == 2'500u);  // counts are the instance's, not the page's
+    BOOST_TEST(past_the_end->counts.total() == 1'200u);  // counts are the instance's, not the page's
 }
 
 // A page holds the requests on its own messages only: their number is bounded by the page too.
