@@ -98,6 +98,8 @@ try:
     check("showing 100 of 150" in driver.find_element(By.CSS_SELECTOR, "[data-testid=shown-count]").text, "no 'showing 100 of 150'")
     more = driver.find_element(By.CSS_SELECTOR, "[data-testid=more]")
     check(more.is_displayed(), "no More button under the first page of o-many")
+    driver.execute_script("arguments[0].scrollIntoView()", more)
+    driver.save_screenshot(f"{out_dir}/console-more.png")
     more.send_keys(Keys.ENTER)  # the keyboard again
     WebDriverWait(driver, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")) >= 150)
     ids = [r.get_attribute("data-testid") for r in driver.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")]

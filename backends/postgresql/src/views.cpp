@@ -174,13 +174,17 @@ long long rows_to_read(const message_page& page) {
 std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance, const message_page& page) {
     std::optional<instance_view> view = instance_view{instance, {}, {}, std::nullopt, {}};
     const long long id = instance.id, after = page.after, rows = rows_to_read(page);
-    // By (sequence_instance_id, state) and a top-N sort: memory bounded by the page, whatever the instance holds.
+    // `id + 0`: ordered by the primary key, the planner may walk it from `after` filtering on the
+    // instance, and that walk reaches the end of the table when the instance's last messages are
+    // older than most rows (its last page). A top-N sort of what the instance index or the id
+    // range finds costs at most the instance's rows, in the memory of one page.
     run_in(tx, "reading a page of an instance's messages", [&](detail::connection& c) {
         message_columns columns;
-        soci::statement st = detail::prepared_with(c.session(),
-                                                   "SELECT " + message_columns::select_list() +
-                                                       " FROM sequenced_message WHERE sequence_instance_id = :id AND id > :after ORDER BY id LIMIT :rows",
-                                                   columns.into(), soci::use(id), soci::use(after), soci::use(rows));
+        soci::statement st = detail::prepared_with(
+            c.session(),
+            "SELECT " + message_columns::select_list() +
+                " FROM sequenced_message WHERE sequence_instance_id = :id AND id > :after ORDER BY id + 0 LIMIT :rows",
+            columns.into(), soci::use(id), soci::use(after), soci::use(rows));
         detail::for_each_row(st, [&] {
             view->messages.push_back(columns.record());
             if (auto request = columns.pending()) view->actions.on_messages.push_back(*request);
