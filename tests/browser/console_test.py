@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The web console in headless Chromium (WebDriver): a waiting message is listed, a CONSUME
 clicked with the write token is executed by the relay's pending-action job (PROCESSED after a
-reload), the view token hides the buttons and a forged write is refused with 403, and a
-screenshot at 1280x800 is written.
+reload), the view token hides the buttons and a forged write is refused with 403, an instance of
+150 messages shows the first 100 and "More" the rest, and a screenshot at 1280x800 is written.
 
 usage: console_test.py URL VIEW_TOKEN_FILE WRITE_TOKEN_FILE SCREENSHOT_DIR
 """
@@ -89,6 +89,23 @@ try:
               'Content-Type': 'application/json'}, body: JSON.stringify({action: 'CLOSE', sequence: 'OrderSequence', context_id: 'o-1'})})
           .then(r => done(r.status), e => done(String(e)));""", view_token)
     check(status == 403, f"a write with the view token answered {status}, not 403")
-    print(f"console: listed, consumed through the page, PROCESSED after reload; view token: no buttons, forged write 403; screenshots in {out_dir}")
+
+    driver.refresh()
+    use_token(driver, view_token)
+    search(driver, "OrderSequence", "o-many")
+    rows = driver.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")
+    check(len(rows) == 100, f"the first page of o-many shows {len(rows)} messages, not 100")
+    check("showing 100 of 150" in driver.find_element(By.CSS_SELECTOR, "[data-testid=shown-count]").text, "no 'showing 100 of 150'")
+    more = driver.find_element(By.CSS_SELECTOR, "[data-testid=more]")
+    check(more.is_displayed(), "no More button under the first page of o-many")
+    driver.execute_script("arguments[0].scrollIntoView()", more)
+    driver.save_screenshot(f"{out_dir}/console-more.png")
+    more.send_keys(Keys.ENTER)  # the keyboard again
+    WebDriverWait(driver, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")) >= 150)
+    ids = [r.get_attribute("data-testid") for r in driver.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")]
+    check(len(ids) == 150 and len(set(ids)) == 150, f"after More o-many shows {len(ids)} rows, {len(set(ids))} distinct, not 150")
+    check(not more.is_displayed(), "the More button stays after the last page")
+    print(f"console: listed, consumed through the page, PROCESSED after reload; view token: no buttons, forged write 403; "
+          f"150 messages in two pages; screenshots in {out_dir}")
 finally:
     driver.quit()

@@ -35,6 +35,11 @@ DB="host=$W user=postgres dbname=postgres"
 seqinbox migrate --postgres "$DB" >/dev/null
 # OrderShipped before its predecessor OrderValidated: it waits
 echo 'o-1:{"order":{"id":"o-1"}}' | kcat -b "$KAFKA" -P -t orders -K: -H message-type=OrderShipped -H idempotence-id=s-1
+# o-many: 150 messages, more than the console's first page of 100 (its "More" appends the rest)
+psql "$DB" -q -v ON_ERROR_STOP=1 -c "WITH i AS (INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until)
+  VALUES ('OrderSequence', 'o-many', 'OPEN', now(), now() + interval '7 days') RETURNING id)
+  INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)
+  SELECT i.id, 'OrderShipped', 'many-' || n, 'PROCESSED', now(), now() FROM i, generate_series(1, 150) n" || fail "could not add o-many"
 token() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 echo "view-$(token)" >"$W/view-token"
 echo "write-$(token)" >"$W/write-token"

@@ -3,7 +3,10 @@
 #define BOOST_TEST_MODULE seqinbox postgresql cli operate
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "pg_test_support.hpp"
@@ -113,6 +116,67 @@ BOOST_FIXTURE_TEST_CASE(show_and_actions_through_the_pending_action_job, populat
     BOOST_TEST(inbox->run_pending_actions() == 1u);
     BOOST_TEST(id_of("SELECT count(*) FROM sequence_instance WHERE context_id = 'o1' AND state = 'CLOSED'") == 1);
     BOOST_TEST(id_of("SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'") == 2);  // closed without replay
+}
+
+namespace {
+
+/// The ids of the messages in `show --json` output, in order.
+std::vector<long long> message_ids(const std::string& output) {
+    static const std::regex message(R"(\{"id": (\d+), "type")");
+    std::vector<long long> ids;
+    for (std::sregex_iterator it(output.begin(), output.end(), message), end; it != end; ++it) ids.push_back(std::stoll((*it)[1]));
+    return ids;
+}
+
+/// The "next" cursor of `show --json` output; empty when it is null.
+std::string next_of(const std::string& output) {
+    static const std::regex next(R"re("next": "(\d+)")re");
+    std::smatch found;
+    return std::regex_search(output, found, next) ? found[1].str() : std::string();
+}
+
+}  // namespace
+
+// Issue 34: show printed every message of an instance; now a page, and how to get the next.
+BOOST_FIXTURE_TEST_CASE(show_pages_an_instance_with_many_messages, populated) {
+    admin << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)"
+             " SELECT id, 'OrderCreated', 'many-' || n, 'PROCESSED', now(), now() FROM sequence_instance, generate_series(1, 250) n"
+             " WHERE context_id = 'o1'";  // o1: 3 WAITING, 250 PROCESSED
+    const auto hundredth = std::to_string(id_of("SELECT m.id FROM sequenced_message m JOIN sequence_instance i ON i.id = m.sequence_instance_id"
+                                                " WHERE i.context_id = 'o1' ORDER BY m.id OFFSET 99 LIMIT 1"));
+    const auto first = run_cli(with_db("show") + " OrderSequence o1 --json");
+    BOOST_TEST(first.exit_code == 0, first.output);
+    BOOST_TEST(message_ids(first.output).size() == 100u);
+    BOOST_TEST(next_of(first.output) == hundredth);
+    BOOST_TEST(contains(first.output, R"("message_counts": {"WAITING": 3, "PROCESSED": 250, "FAILED": 0})"), first.output);
+
+    std::vector<long long> walked;
+    std::string after;
+    for (int page = 0; page < 10; ++page) {
+        const auto shown = run_cli(with_db("show") + " OrderSequence o1 --json --limit 120" + (after.empty() ? "" : " --after " + after));
+        BOOST_TEST_REQUIRE(shown.exit_code == 0, shown.output);
+        for (const auto id : message_ids(shown.output)) walked.push_back(id);
+        after = next_of(shown.output);
+        if (after.empty()) {
+            BOOST_TEST(contains(shown.output, R"("next": null)"), shown.output);
+            break;
+        }
+    }
+    BOOST_TEST(walked.size() == 253u);
+    BOOST_TEST(std::ranges::is_sorted(walked));
+    BOOST_TEST((std::ranges::adjacent_find(walked) == walked.end()));  // each once
+
+    const auto table = run_cli(with_db("show") + " OrderSequence o1 --limit 5");
+    BOOST_TEST(table.exit_code == 0, table.output);
+    BOOST_TEST(contains(table.output, "5 of 253 messages (WAITING 3, PROCESSED 250, FAILED 0)"), table.output);
+    BOOST_TEST(contains(table.output, "--after " + std::to_string(walked[4])), table.output);
+    const auto last = run_cli(with_db("show") + " OrderSequence o1 --after " + std::to_string(walked[250]));
+    BOOST_TEST(contains(last.output, "2 of 253 messages"), last.output);
+    BOOST_TEST(!contains(last.output, "--after"), last.output);
+    const auto over = run_cli(with_db("show") + " OrderSequence o1 --limit 1001");
+    BOOST_TEST(over.exit_code == 2, over.output);
+    BOOST_TEST(contains(over.output, "'--limit' expects a whole number from 1 to 1000, not '1001'"), over.output);
+    BOOST_TEST(run_cli(with_db("show") + " OrderSequence o1 --after x").exit_code == 2);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_message_is_addressed_by_its_key, populated) {

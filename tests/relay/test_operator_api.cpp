@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE seqinbox operator api
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -186,6 +187,47 @@ BOOST_AUTO_TEST_CASE(expired_and_expiring_instances_come_in_pages_that_follow_ne
     // a cursor past what a timestamp holds (it overflowed when converted to nanoseconds)
     expect_refusal(f.call("GET", "/api/v1/instances/expired?after=9223372036854775807.1", view_token), 400, "not '9223372036854775807.1'");
     expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=1.5", view_token), 400, "'share' must be a number in (0, 1], not '1.5'");
+}
+
+// Issue 34: the view of an instance with 200,000 messages was 43 MB; now a page and a cursor.
+BOOST_AUTO_TEST_CASE(an_instance_with_many_messages_comes_in_pages_that_follow_next) {
+    api_fixture f;
+    constexpr int count = 20'000;
+    {
+        auto tx = f.b.store.begin();
+        for (int k = 0; k < count; ++k)
+            tx.insert_message(conf::order_row(f.b, "o1", "OrderShipped", "m-" + std::to_string(k), k % 2 ? si::message_state::processed : si::message_state::waiting));
+        tx.commit();
+    }
+    const auto path = "/api/v1/instances/" + std::to_string(conf::instance_id_of(f.b, "o1"));
+    const auto reply = f.call("GET", path, view_token);
+    BOOST_TEST_REQUIRE(reply.status == 200);
+    BOOST_TEST(reply.body.size() < 200'000u, reply.body.size() << " bytes for " << count << " messages");
+    const auto first = json::parse(reply.body);
+    BOOST_TEST(first["messages"].size() == 100u);
+    BOOST_TEST(first["message_counts"] == (json{{"WAITING", count / 2}, {"PROCESSED", count / 2}, {"FAILED", 0}}));
+    BOOST_TEST_REQUIRE(first["next"].is_string());
+    BOOST_TEST(first["next"] == std::to_string(first["messages"].back()["id"].get<long long>()));
+
+    std::vector<long long> seen;
+    std::string after;
+    for (int page = 0; page < 25; ++page) {
+        const auto body = f.get(path + "?limit=1000" + (after.empty() ? "" : "&after=" + after));
+        for (const auto& m : body["messages"]) seen.push_back(m["id"].get<long long>());
+        if (body["next"].is_null()) break;
+        after = body["next"].get<std::string>();
+    }
+    BOOST_TEST(seen.size() == std::size_t{count});
+    BOOST_TEST(std::ranges::is_sorted(seen));
+    BOOST_TEST((std::ranges::adjacent_find(seen) == seen.end()));  // each once
+    const auto by_name = f.get("/api/v1/instances?sequence=OrderSequence&context_id=o1&limit=2&after=" + std::to_string(seen[10]));
+    BOOST_TEST_REQUIRE(by_name["messages"].size() == 2u);
+    BOOST_TEST(by_name["messages"][0]["id"] == seen[11]);
+    BOOST_TEST(by_name["next"] == std::to_string(seen[12]));
+    expect_refusal(f.call("GET", path + "?limit=1001", view_token), 400, "'limit' must be a whole number from 1 to 1000, not '1001'");
+    expect_refusal(f.call("GET", path + "?limit=0", view_token), 400, "not '0'");
+    expect_refusal(f.call("GET", path + "?after=yesterday", view_token), 400, "'after' must be the 'next' of the page before, not 'yesterday'");
+    expect_refusal(f.call("GET", "/api/v1/instances?sequence=OrderSequence&context_id=o1&after=-3", view_token), 400, "not '-3'");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -89,13 +89,19 @@ inline actions_by_context pending_actions_of(const memory::store& store, const s
     actions_by_context read;
     for (const auto& instance : store.instances()) {
         if (std::ranges::find(ids, instance.id) == ids.end()) continue;
-        const auto view = store.view_instance(instance.sequence, instance.context_id);
-        if (!view || view->actions.empty()) continue;
-        actions_read& actions = read[instance.context_id];
-        if (view->actions.on_instance) actions.on_instance = view->actions.on_instance->action;
-        for (const auto& request : view->actions.on_messages)
-            for (const auto& row : view->messages)
-                if (row.id == request.message) actions.on_messages.emplace(row.key(), request.action);
+        for (message_page page{.limit = max_message_page};;) {  // a view holds a page of the messages: read them all
+            const auto view = store.view_instance(instance.sequence, instance.context_id, page);
+            if (!view) break;
+            if (!view->actions.empty()) {
+                actions_read& actions = read[instance.context_id];
+                if (view->actions.on_instance) actions.on_instance = view->actions.on_instance->action;
+                for (const auto& request : view->actions.on_messages)
+                    for (const auto& row : view->messages)
+                        if (row.id == request.message) actions.on_messages.emplace(row.key(), request.action);
+            }
+            if (!view->next) break;
+            page.after = *view->next;
+        }
     }
     return read;
 }

@@ -139,9 +139,14 @@ json instance_view_json(const instance_view& v, timestamp now) {
         messages.push_back(message_json(m, pending, now));
     }
     const auto& on_instance = v.actions.on_instance;
+    json counts = json::object();
+    for (const auto state : {message_state::waiting, message_state::processed, message_state::failed})
+        counts[std::string(to_string(state))] = v.counts[state];
     return {{"instance", instance_json(v.instance, now)},
             {"pending_action", on_instance ? json(to_string(on_instance->action)) : json(nullptr)},
-            {"messages", std::move(messages)}};
+            {"message_counts", std::move(counts)},
+            {"messages", std::move(messages)},
+            {"next", v.next ? json(std::to_string(*v.next)) : json(nullptr)}};
 }
 
 json message_view_json(const message_view& v, timestamp now) {
@@ -175,13 +180,25 @@ json page_json(const std::vector<sequence_instance>& rows, std::size_t limit, ti
     return {{"instances", std::move(instances)}, {"next", full ? json(cursor_of(rows.back())) : json(nullptr)}};
 }
 
-std::size_t limit_parameter(const http_request& r) {
+std::size_t limit_parameter(const http_request& r) { return limit_parameter(r, default_limit, max_limit); }
+
+std::size_t limit_parameter(const http_request& r, std::size_t otherwise, std::size_t most) {
     const auto text = r.parameter("limit");
-    if (!text) return default_limit;
+    if (!text) return otherwise;
     const auto limit = whole_number<std::size_t>(*text);
-    if (!limit || *limit < 1 || *limit > max_limit)
-        bad_request("'limit' must be a whole number from 1 to " + std::to_string(max_limit) + ", not '" + *text + "'");
+    if (!limit || *limit < 1 || *limit > most)
+        bad_request("'limit' must be a whole number from 1 to " + std::to_string(most) + ", not '" + *text + "'");
     return *limit;
+}
+
+message_page message_page_parameters(const http_request& r) {
+    message_page page{.limit = limit_parameter(r, default_message_page, max_message_page)};
+    if (const auto text = r.parameter("after")) {
+        const auto after = whole_number<message_id>(*text);
+        if (!after || *after < 0) bad_request("'after' must be the 'next' of the page before, not '" + *text + "'");
+        page.after = *after;
+    }
+    return page;
 }
 
 scan_position after_parameter(const http_request& r) {

@@ -51,7 +51,7 @@ constexpr std::array subcommands{
                "seqinbox migrate --help"},
     subcommand{"status", "instances and messages per state and type", status_command, "seqinbox status --help"},
     subcommand{"sequences", "list expired or expiring instances", sequences_command, "seqinbox sequences --help"},
-    subcommand{"show", "one instance with its messages and pending actions", show_command, "seqinbox show --help"},
+    subcommand{"show", "one instance with a page of its messages and their pending actions", show_command, "seqinbox show --help"},
     subcommand{"consume", "replay a waiting message now, whatever its condition", consume_command, "seqinbox consume --help"},
     subcommand{"expire", "mark a waiting message PROCESSED without replay", expire_command, "seqinbox expire --help"},
     subcommand{"consume-all", "replay every waiting message of an instance now", consume_all_command,

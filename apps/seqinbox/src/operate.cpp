@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,13 +172,58 @@ int sequences_command(std::span<const std::string_view> args) {
     });
 }
 
+namespace {
+
+/// `show --json`: the API's document (docs/operator-api.md) without ages.
+void print_view_json(const instance_view& view, const std::function<std::string(message_id)>& action_of) {
+    std::cout << "{\"instance\": " << instance_json(view.instance) << ", \"pending_action\": "
+              << (view.actions.on_instance ? json_string(to_string(view.actions.on_instance->action)) : std::string("null"))
+              << ", \"message_counts\": {\"WAITING\": " << view.counts.waiting << ", \"PROCESSED\": " << view.counts.processed
+              << ", \"FAILED\": " << view.counts.failed << "}, \"messages\": [";
+    for (std::size_t i = 0; i < view.messages.size(); ++i) {
+        const auto& m = view.messages[i];
+        const auto action = action_of(m.id);
+        std::cout << (i ? ", " : "") << "{\"id\": " << m.id << ", \"type\": " << json_string(m.type)
+                  << ", \"idempotence_id\": " << json_string(m.idempotence_id) << ", \"state\": \"" << to_string(m.state)
+                  << "\", \"state_changed_at\": \"" << utc_time(m.state_changed_at)
+                  << "\", \"pending_action\": " << (action.empty() ? "null" : json_string(action)) << "}";
+    }
+    std::cout << "], \"next\": " << (view.next ? "\"" + std::to_string(*view.next) + "\"" : std::string("null")) << "}\n";
+}
+
+void print_view_table(const instance_view& view, const std::function<std::string(message_id)>& action_of) {
+    std::cout << instance_line(view.instance)
+              << (view.actions.on_instance ? "  pending " + std::string(to_string(view.actions.on_instance->action)) : std::string()) << '\n';
+    for (const auto& m : view.messages) {
+        const auto action = action_of(m.id);
+        std::cout << "  " << m.id << "  " << m.type << "  " << m.idempotence_id << "  " << to_string(m.state) << "  "
+                  << utc_time(m.state_changed_at) << (action.empty() ? "" : "  pending " + action) << '\n';
+    }
+    std::cout << view.messages.size() << " of " << view.counts.total() << " messages (WAITING " << view.counts.waiting << ", PROCESSED "
+              << view.counts.processed << ", FAILED " << view.counts.failed << ")";
+    if (view.next) std::cout << "; more follow: the same command with --after " << *view.next;
+    std::cout << '\n';
+}
+
+}  // namespace
+
 int show_command(std::span<const std::string_view> args) {
-    const std::string usage = "usage: seqinbox show --postgres CONNINFO SEQUENCE CONTEXT_ID [--json]\n\nOne instance with its messages and pending actions.\n\n" +
-                              std::string(connection_help) + std::string(exit_help);
-    const auto call = parse(args, "show", usage, 2);
+    const std::string usage =
+        "usage: seqinbox show --postgres CONNINFO SEQUENCE CONTEXT_ID [--limit N] [--after ID] [--json]\n\n"
+        "One instance with a page of its messages (by id) and their pending actions, and its messages per state.\n\n" +
+        std::string(connection_help) + "  --limit N            at most N messages (default " + std::to_string(default_message_page) +
+        ", at most " + std::to_string(max_message_page) + ")\n" +
+        "  --after ID           the messages after message ID: the next page (JSON: \"next\")\n" + std::string(exit_help);
+    message_page page;
+    const auto call = parse(args, "show", usage, 2, [&](option_reader& r) {
+        if (auto v = r.value("--limit")) page.limit = r.number("--limit", *v, 1, max_message_page);
+        else if (auto a = r.value("--after")) page.after = static_cast<message_id>(r.number("--after", *a, 0, std::numeric_limits<message_id>::max()));
+        else return false;
+        return true;
+    });
     if (!call) return exit_ok;
     return with_store("show", *call, [&](postgresql::store& store) {
-        const auto view = store.view_instance(call->positional[0], call->positional[1]);
+        const auto view = store.view_instance(call->positional[0], call->positional[1], page);
         if (!view) {
             std::cerr << "seqinbox show: no instance of sequence '" << call->positional[0] << "' for context id '" << call->positional[1] << "'\n";
             return int(exit_check_failed);
@@ -187,28 +233,8 @@ int show_command(std::span<const std::string_view> args) {
                 if (request.message == id) return std::string(to_string(request.action));
             return {};
         };
-        if (call->json) {
-            std::cout << "{\"instance\": " << instance_json(view->instance) << ", \"pending_action\": "
-                      << (view->actions.on_instance ? json_string(to_string(view->actions.on_instance->action)) : std::string("null"))
-                      << ", \"messages\": [";
-            for (std::size_t i = 0; i < view->messages.size(); ++i) {
-                const auto& m = view->messages[i];
-                const auto action = action_of(m.id);
-                std::cout << (i ? ", " : "") << "{\"id\": " << m.id << ", \"type\": " << json_string(m.type)
-                          << ", \"idempotence_id\": " << json_string(m.idempotence_id) << ", \"state\": \"" << to_string(m.state)
-                          << "\", \"state_changed_at\": \"" << utc_time(m.state_changed_at)
-                          << "\", \"pending_action\": " << (action.empty() ? "null" : json_string(action)) << "}";
-            }
-            std::cout << "]}\n";
-            return int(exit_ok);
-        }
-        std::cout << instance_line(view->instance)
-                  << (view->actions.on_instance ? "  pending " + std::string(to_string(view->actions.on_instance->action)) : std::string()) << '\n';
-        for (const auto& m : view->messages) {
-            const auto action = action_of(m.id);
-            std::cout << "  " << m.id << "  " << m.type << "  " << m.idempotence_id << "  " << to_string(m.state) << "  "
-                      << utc_time(m.state_changed_at) << (action.empty() ? "" : "  pending " + action) << '\n';
-        }
+        if (call->json) print_view_json(*view, action_of);
+        else print_view_table(*view, action_of);
         return int(exit_ok);
     });
 }

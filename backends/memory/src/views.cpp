@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,28 +81,56 @@ std::vector<waiting_instance> store::waiting_longest(std::size_t limit) const {
     return found;
 }
 
-std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) const {
+std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id,
+                                                 const message_page& page) const {
     std::lock_guard lock(mutex_);
     auto by_sequence = instance_index_.find(sequence);
     if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
-    return view_of(instances_.at(by_sequence->second.at(context_id)));
+    return view_of(instances_.at(by_sequence->second.at(context_id)), page);
 }
 
-std::optional<instance_view> store::view_instance(instance_id id) const {
+std::optional<instance_view> store::view_instance(instance_id id, const message_page& page) const {
     std::lock_guard lock(mutex_);
     auto it = instances_.find(id);
     if (it == instances_.end()) return std::nullopt;
-    return view_of(it->second);
+    return view_of(it->second, page);
 }
 
-std::optional<instance_view> store::view_of(const instance_row& row) const {
-    instance_view view{row.row, {}, actions_of(row.row.id)};
-    for (message_id m : row.messages)
-        if (const auto* message = committed_message(m)) {
-            view.messages.push_back(message->record(m));
-            view.messages.back().payload.reset();
-        }
+std::optional<instance_view> store::view_of(const instance_row& row, const message_page& page) const {
+    check_page(page);
+    instance_view view{row.row, {}, {}, std::nullopt, {}};
+    auto ids = page_ids(row, page, view.counts);
+    if (ids.size() > page.limit) {
+        ids.pop_back();
+        view.next = ids.back();
+    }
+    if (auto it = instance_actions_.find(row.row.id); it != instance_actions_.end()) view.actions.on_instance = it->second;
+    for (message_id m : ids) {
+        view.messages.push_back(committed_message(m)->record(m));
+        view.messages.back().payload.reset();
+        if (auto it = message_actions_.find(m); it != message_actions_.end()) view.actions.on_messages.push_back(it->second);
+    }
     return view;
+}
+
+std::vector<message_id> store::page_ids(const instance_row& row, const message_page& page, message_state_counts& counts) const {
+    // row.messages is in commit order, not id order: keep the smallest ids in a heap of the
+    // page's size rather than sort them all.
+    std::priority_queue<message_id> smallest;
+    for (message_id m : row.messages) {
+        const auto* message = committed_message(m);
+        if (message == nullptr) continue;
+        ++counts[message->state];
+        if (m <= page.after) continue;
+        if (smallest.size() <= page.limit) smallest.push(m);
+        else if (m < smallest.top()) {
+            smallest.pop();
+            smallest.push(m);
+        }
+    }
+    std::vector<message_id> ids(smallest.size());
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it, smallest.pop()) *it = smallest.top();
+    return ids;
 }
 
 std::optional<message_view> store::find_message(message_id id) const {

@@ -1,6 +1,7 @@
 // Read views (seqinbox::view_store): counts, expired and expiring instances, one instance with
-// its messages and pending actions. Each is autocommitted, or one read-only transaction.
+// a page of its messages and pending actions. Each is autocommitted, or one read-only transaction.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -113,34 +114,39 @@ std::vector<retention_count> store::retention_counts(timestamp now, double share
     });
 }
 
-std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id) {
+std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id, const message_page& page) {
+    check_page(page);
     auto tx = begin();
     const auto instance = one_instance(tx, "reading an instance", "name = :name AND context_id = :context_id", sequence, context_id);
-    return instance ? view_of(tx, *instance) : std::nullopt;
+    return instance ? view_of(tx, *instance, page) : std::nullopt;
 }
 
-std::optional<instance_view> store::view_instance(instance_id id) {
+std::optional<instance_view> store::view_instance(instance_id id, const message_page& page) {
+    check_page(page);
     auto tx = begin();
     const long long key = id;
     const auto instance = one_instance(tx, "reading an instance", "id = :id", key);
-    return instance ? view_of(tx, *instance) : std::nullopt;
+    return instance ? view_of(tx, *instance, page) : std::nullopt;
 }
 
 namespace {
 
-/// The columns of a message row without its record, and the into elements receiving them.
+/// The columns of a message row without its record, its pending request, and the into elements
+/// receiving them.
 struct message_columns {
-    long long id = 0, instance = 0, created = 0, changed = 0;
+    long long id = 0, instance = 0, created = 0, changed = 0, requested = 0;
     message_record row;
-    std::string state;
+    std::string state, action;
+    soci::indicator action_null = soci::i_null, requested_null = soci::i_null;
 
     static std::string select_list() {
         return "id, sequence_instance_id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
-               detail::sql_microseconds("state_changed_at");
+               detail::sql_microseconds("state_changed_at") + ", pending_action, " + detail::sql_microseconds("pending_action_requested_at");
     }
     auto into() {
-        return std::tuple{soci::into(id), soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
-                          soci::into(state), soci::into(created), soci::into(changed)};
+        return std::tuple{soci::into(id),      soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
+                          soci::into(state),   soci::into(created),  soci::into(changed),  soci::into(action, action_null),
+                          soci::into(requested, requested_null)};
     }
     message_record record() const {
         message_record r = row;
@@ -151,21 +157,61 @@ struct message_columns {
         r.state_changed_at = from_microseconds(changed);
         return r;
     }
+    std::optional<message_request> pending() const {
+        if (action_null != soci::i_ok) return std::nullopt;
+        return message_request{id, detail::parse_message_action(action), from_microseconds(requested)};
+    }
 };
+
+/// The rows a page reads: one more than it holds, to tell whether another page follows.
+long long rows_to_read(const message_page& page) {
+    constexpr auto most = static_cast<std::size_t>(std::numeric_limits<long long>::max() - 1);
+    return static_cast<long long>(std::min(page.limit, most)) + 1;
+}
 
 }  // namespace
 
-std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance) {
-    std::optional<instance_view> view = instance_view{instance, {}, {}};
-    const long long id = instance.id;
-    run_in(tx, "reading the messages of an instance", [&](detail::connection& c) {
+std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance, const message_page& page) {
+    std::optional<instance_view> view = instance_view{instance, {}, {}, std::nullopt, {}};
+    const long long id = instance.id, after = page.after, rows = rows_to_read(page);
+    // `id + 0`: ordered by the primary key, the planner may walk it from `after` filtering on the
+    // instance, and that walk reaches the end of the table when the instance's last messages are
+    // older than most rows (its last page). A top-N sort of what the instance index or the id
+    // range finds costs at most the instance's rows, in the memory of one page.
+    run_in(tx, "reading a page of an instance's messages", [&](detail::connection& c) {
         message_columns columns;
         soci::statement st = detail::prepared_with(
-            c.session(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE sequence_instance_id = :id ORDER BY id",
-            columns.into(), soci::use(id));
-        detail::for_each_row(st, [&] { view->messages.push_back(columns.record()); });
+            c.session(),
+            "SELECT " + message_columns::select_list() +
+                " FROM sequenced_message WHERE sequence_instance_id = :id AND id > :after ORDER BY id + 0 LIMIT :rows",
+            columns.into(), soci::use(id), soci::use(after), soci::use(rows));
+        detail::for_each_row(st, [&] {
+            view->messages.push_back(columns.record());
+            if (auto request = columns.pending()) view->actions.on_messages.push_back(*request);
+        });
     });
-    view->actions = tx.pending_actions(instance.id);
+    if (view->messages.size() > page.limit) {
+        const auto& beyond = view->messages.back();
+        if (!view->actions.on_messages.empty() && view->actions.on_messages.back().message == beyond.id) view->actions.on_messages.pop_back();
+        view->messages.pop_back();
+        view->next = view->messages.back().id;
+    }
+    run_in(tx, "counting the messages of an instance", [&](detail::connection& c) {
+        std::string state;
+        long long n = 0;
+        soci::statement st = detail::prepared(c.session(), "SELECT state, count(*) FROM sequenced_message WHERE sequence_instance_id = :id GROUP BY state",
+                                              soci::into(state), soci::into(n), soci::use(id));
+        detail::for_each_row(st, [&] { view->counts[detail::parse_message_state(state)] = static_cast<std::size_t>(n); });
+    });
+    run_in(tx, "reading an instance's pending action", [&](detail::connection& c) {
+        std::string action;
+        long long at = 0;
+        soci::statement st = detail::prepared(c.session(),
+                                              "SELECT pending_action, " + detail::sql_microseconds("pending_action_requested_at") +
+                                                  " FROM sequence_instance WHERE id = :id AND pending_action IS NOT NULL",
+                                              soci::into(action), soci::into(at), soci::use(id));
+        if (st.execute(true)) view->actions.on_instance = instance_request{detail::parse_instance_action(action), from_microseconds(at)};
+    });
     tx.commit();
     return view;
 }
@@ -183,22 +229,22 @@ template <class... Keys>
 std::optional<message_view> store::message_where(const std::string& where, const Keys&... keys) {
     auto tx = begin();
     std::optional<message_record> message;
+    std::optional<message_request> pending;
     run_in(tx, "reading a message", [&](detail::connection& c) {
         message_columns columns;
         soci::statement st = detail::prepared_with(c.session(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE " + where,
                                                    columns.into(), soci::use(keys)...);
-        if (st.execute(true)) message = columns.record();
+        if (st.execute(true)) {
+            message = columns.record();
+            pending = columns.pending();
+        }
     });
     if (!message) return std::nullopt;
     const long long instance_key = message->instance;
     const auto instance = one_instance(tx, "reading a message's instance", "id = :id", instance_key);
-    const auto actions = tx.pending_actions(message->instance);
     tx.commit();
     if (!instance) return std::nullopt;  // cannot happen: the foreign key keeps the instance while the message exists
-    message_view view{std::move(*message), *instance, std::nullopt};
-    for (const auto& request : actions.on_messages)
-        if (request.message == view.message.id) view.pending = request;
-    return view;
+    return message_view{std::move(*message), *instance, pending};
 }
 
 }  // namespace seqinbox::postgresql

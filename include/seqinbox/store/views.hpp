@@ -1,13 +1,14 @@
 #pragma once
 // Read views for operators (docs/operations.md): counts per state and type, expired, expiring
-// and longest-waiting instances, one instance with its messages, one message by id or key.
-// Committed state only; a store that offers them models `view_store`.
+// and longest-waiting instances, one instance with a page of its messages, one message by id or
+// key. Committed state only; a store that offers them models `view_store`.
 #include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "seqinbox/error.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/housekeeping.hpp"
@@ -34,12 +35,48 @@ struct retention_count {
     std::size_t expired = 0;
 };
 
-/// One instance with its messages (without payloads), by id, and the pending actions.
+/// The page of an instance's messages that the operator API and CLI show unless asked otherwise,
+/// and the largest they ask for: an instance may hold any number of messages (issue 34: 200,000
+/// made one view 43 MB of JSON).
+inline constexpr std::size_t default_message_page = 100;
+inline constexpr std::size_t max_message_page = 1000;
+
+/// Which of an instance's messages a view holds: the first `limit` (at least 1) by id after
+/// message `after`.
+struct message_page {
+    std::size_t limit = default_message_page;
+    message_id after = 0;  ///< the `next` of the page before; 0 for the first page
+};
+
+/// How many of an instance's messages are in each state.
+struct message_state_counts {
+    std::size_t waiting = 0;
+    std::size_t processed = 0;
+    std::size_t failed = 0;
+
+    std::size_t total() const noexcept { return waiting + processed + failed; }
+    std::size_t& operator[](message_state s) noexcept {
+        return s == message_state::waiting ? waiting : s == message_state::processed ? processed : failed;
+    }
+    std::size_t operator[](message_state s) const noexcept {
+        return s == message_state::waiting ? waiting : s == message_state::processed ? processed : failed;
+    }
+};
+
+/// One instance with a page of its messages (without payloads), by id, and the pending actions
+/// on the instance and on the messages of the page (their number is bounded by the page too).
 struct instance_view {
     sequence_instance instance;
     std::vector<message_record> messages;
     pending_actions actions;
+    std::optional<message_id> next;  ///< the `after` of the next page; none when no message follows
+    message_state_counts counts;     ///< of all the instance's messages, not only the page's
 };
+
+/// A page of no message is a question without an answer: refused as misuse, naming the value.
+inline void check_page(const message_page& page) {
+    if (page.limit == 0) throw error(error_category::misuse, "a page of an instance's messages needs a limit of at least 1, not 0");
+}
 
 /// One message (without payload), its instance, and its pending request if any.
 struct message_view {
@@ -58,7 +95,7 @@ struct waiting_instance {
 template <class S>
 concept view_store = store_policy<S> && requires(S& s, const std::string& text, timestamp now, double share, std::size_t limit,
                                                  const scan_position& after, message_id message, instance_id instance,
-                                                 const claim_key& key) {
+                                                 const claim_key& key, const message_page& page) {
     /// Instances per sequence and state, and messages per qualified type and state, sorted.
     { s.instance_counts() } -> std::same_as<std::vector<instance_count>>;
     { s.message_counts() } -> std::same_as<std::vector<message_count>>;
@@ -74,7 +111,11 @@ concept view_store = store_policy<S> && requires(S& s, const std::string& text, 
     { s.waiting_longest(limit) } -> std::same_as<std::vector<waiting_instance>>;
     /// Per sequence with OPEN instances, sorted: how many are expiring and expired at `now`.
     { s.retention_counts(now, share) } -> std::same_as<std::vector<retention_count>>;
-    /// The instance (sequence, context id) with its messages, if it exists.
+    /// The instance (sequence, context id) with the page of its messages, if it exists: at most
+    /// `page.limit` messages, so that a view's size does not grow with the instance. Without a
+    /// page, the first default_message_page.
+    { s.view_instance(text, text, page) } -> std::same_as<std::optional<instance_view>>;
+    { s.view_instance(instance, page) } -> std::same_as<std::optional<instance_view>>;
     { s.view_instance(text, text) } -> std::same_as<std::optional<instance_view>>;
     { s.view_instance(instance) } -> std::same_as<std::optional<instance_view>>;
     /// One message by id, or the newest row of a key (qualified type, idempotence id).

@@ -112,19 +112,26 @@ private:
     }
 
     http_response instance_list(const http_request& r, std::string_view which, timestamp now) const {
+        if (which != "expired" && which != "expiring" && which != "waiting") return instance_by_id(r, which, now);
         const auto limit = detail::limit_parameter(r);
         if (which == "expired") return detail::json_response(200, detail::page_json(store_.expired_instances(now, limit, detail::after_parameter(r)), limit, now));
         if (which == "expiring") {
             const auto share = detail::share_parameter(r, options_.expiring_share);
             return detail::json_response(200, detail::page_json(store_.expiring_instances(now, share, limit, detail::after_parameter(r)), limit, now));
         }
-        if (which == "waiting") return detail::json_response(200, detail::waiting_json(store_.waiting_longest(limit), now));
-        return found(store_.view_instance(detail::id_segment(which, "instance")), "instance " + std::string(which), now);
+        return detail::json_response(200, detail::waiting_json(store_.waiting_longest(limit), now));
+    }
+
+    /// An instance with one page of its messages: the answer's size does not grow with the instance.
+    http_response instance_by_id(const http_request& r, std::string_view id, timestamp now) const {
+        const auto instance = detail::id_segment(id, "instance");
+        return found(store_.view_instance(instance, detail::message_page_parameters(r)), "instance " + std::string(id), now);
     }
 
     http_response instance_by_name(const http_request& r, timestamp now) const {
         const auto names = detail::required_parameters(r, {"sequence", "context_id"});
-        return found(store_.view_instance(names[0], names[1]), "instance of sequence '" + names[0] + "' for context id '" + names[1] + "'", now);
+        const auto page = detail::message_page_parameters(r);
+        return found(store_.view_instance(names[0], names[1], page), "instance of sequence '" + names[0] + "' for context id '" + names[1] + "'", now);
     }
 
     http_response message_by_key(const http_request& r, timestamp now) const {
@@ -158,7 +165,7 @@ private:
         std::string target = "instance " + std::to_string(id);
         if (const auto* names = std::get_if<std::pair<std::string, std::string>>(&request.target)) {
             target = "instance of sequence '" + names->first + "' for context id '" + names->second + "'";
-            const auto found = store_.view_instance(names->first, names->second);
+            const auto found = store_.view_instance(names->first, names->second, {.limit = 1});  // for its id only
             if (!found) return detail::error_response(404, "no " + target);
             id = found->instance.id;
         }

@@ -118,8 +118,9 @@ public:
     std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit,
                                                       const scan_position& after = {}) const;
     std::vector<waiting_instance> waiting_longest(std::size_t limit) const;
-    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id) const;
-    std::optional<instance_view> view_instance(instance_id id) const;
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id,
+                                               const message_page& page = {}) const;
+    std::optional<instance_view> view_instance(instance_id id, const message_page& page = {}) const;
     std::optional<message_view> find_message(message_id id) const;
     std::optional<message_view> find_message(const claim_key& key) const;
 
@@ -217,7 +218,9 @@ private:
     pending_actions actions_of(instance_id instance) const;
     /// Why no action may be requested on `row` now, if it may not.
     static std::optional<request_outcome> action_refusal(const detail::stored_message& row);
-    std::optional<instance_view> view_of(const instance_row& row) const;
+    std::optional<instance_view> view_of(const instance_row& row, const message_page& page) const;
+    /// The committed messages of `row` in `page`, and one more if one follows, by id; counts them all per state.
+    std::vector<message_id> page_ids(const instance_row& row, const message_page& page, message_state_counts& counts) const;
     std::optional<message_view> view_of(message_id id) const;
     /// Up to `limit` OPEN instances matching `pick`, by (retain_until, id) after `after`.
     template <class Pick>

@@ -145,8 +145,8 @@ public:
     std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit, const scan_position& after = {});
     std::vector<waiting_instance> waiting_longest(std::size_t limit);
     std::vector<retention_count> retention_counts(timestamp now, double share);
-    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id);
-    std::optional<instance_view> view_instance(instance_id id);
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id, const message_page& page = {});
+    std::optional<instance_view> view_instance(instance_id id, const message_page& page = {});
     std::optional<message_view> find_message(message_id id);
     std::optional<message_view> find_message(const claim_key& key);
 
@@ -197,8 +197,8 @@ private:
                                            std::vector<std::optional<std::string>> params);
     // Read views (src/views.cpp).
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
-    /// The instance's view read in `tx`, which it commits.
-    static std::optional<instance_view> view_of(transaction& tx, const sequence_instance& instance);
+    /// The instance's view with `page` of its messages read in `tx`, which it commits.
+    static std::optional<instance_view> view_of(transaction& tx, const sequence_instance& instance, const message_page& page);
     /// The message row matching `where` (with `keys` bound in order) and its instance.
     template <class... Keys>
     std::optional<message_view> message_where(const std::string& where, const Keys&... keys);

@@ -37,6 +37,7 @@ http_response error_response(int status, std::string_view reason);
 
 json instance_json(const sequence_instance& i, timestamp now);
 json message_json(const message_record& m, const std::optional<message_request>& pending, timestamp now);
+/// {"instance", "pending_action", "message_counts": {STATE: N}, "messages": [the page], "next": cursor or null}
 json instance_view_json(const instance_view& v, timestamp now);
 json message_view_json(const message_view& v, timestamp now);
 json waiting_json(const std::vector<waiting_instance>& rows, timestamp now);
@@ -46,6 +47,10 @@ json page_json(const std::vector<sequence_instance>& rows, std::size_t limit, ti
 
 /// Query parameters, each absent or valid (api_refusal 400 otherwise).
 std::size_t limit_parameter(const http_request& r);
+/// `limit` from 1 to `most`, `otherwise` when absent.
+std::size_t limit_parameter(const http_request& r, std::size_t otherwise, std::size_t most);
+/// `limit` (up to max_message_page) and `after` (the `next` of the page before) of an instance's messages.
+message_page message_page_parameters(const http_request& r);
 scan_position after_parameter(const http_request& r);
 double share_parameter(const http_request& r, double otherwise);
 /// A positive id in a path segment (api_refusal 404 otherwise: no such resource).
