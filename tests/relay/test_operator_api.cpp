@@ -186,6 +186,10 @@ BOOST_AUTO_TEST_CASE(expired_and_expiring_instances_come_in_pages_that_follow_ne
     // a cursor past what a timestamp holds (it overflowed when converted to nanoseconds)
     expect_refusal(f.call("GET", "/api/v1/instances/expired?after=9223372036854775807.1", view_token), 400, "not '9223372036854775807.1'");
     expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=1.5", view_token), 400, "'share' must be a number in (0, 1], not '1.5'");
+    // only a plain decimal: not a value with a NUL and more after it, a hexadecimal float, an exponent or a blank
+    for (const std::string share : {"0.5%00junk", "0x1p-1", "5e-1", "%200.5", "+0.5", "inf", ".", ""})
+        expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=" + share, view_token), 400, "'share' must be");
+    BOOST_TEST(f.get("/api/v1/instances/expiring?share=1")["instances"].size() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
