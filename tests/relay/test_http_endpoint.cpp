@@ -233,13 +233,14 @@ BOOST_AUTO_TEST_CASE(twelve_clients_that_never_read_their_large_answers_do_not_h
 }
 
 BOOST_AUTO_TEST_CASE(a_client_that_never_reads_its_answer_is_dropped_after_the_answer_deadline) {
-    si::relay::http_endpoint endpoint({}, {{"/healthz", ok}}, large);
+    si::relay::http_endpoint endpoint({}, {{"/healthz", ok}}, large, {.answer_deadline = 1s});
     connections idle{{ask_and_never_read(endpoint.port(), "/api/v1/large")}};
     BOOST_TEST_REQUIRE(idle.fds[0] >= 0);
-    std::this_thread::sleep_for(7s);  // past the 5 s the endpoint gives an answer
+    std::this_thread::sleep_for(3s);  // past the 1 s the endpoint gives this answer
+    BOOST_TEST(endpoint.connections_held() == 0u);
 
     const auto received = bytes_until_closed(idle.fds[0], 5s);
-    BOOST_TEST_REQUIRE(received.has_value(), "still connected 7 s after asking, without reading");
+    BOOST_TEST_REQUIRE(received.has_value(), "still connected 3 s after asking, without reading");
     BOOST_TEST(*received < large_answer, "the whole answer came after all");
 }
 
@@ -276,5 +277,32 @@ BOOST_AUTO_TEST_CASE(past_the_connection_limit_a_client_gets_503_at_once_and_not
         BOOST_TEST(refused.status == 503, "request " << i << " past the limit: status " << refused.status);
     }
     std::this_thread::sleep_for(300ms);
+    BOOST_TEST(endpoint.connections_held() <= limit);
     BOOST_TEST(open_fds() <= open_before + 1, "the endpoint holds " << open_fds() - open_before << " more connections");
+    // service requests leave the last connections to the probes
+    BOOST_TEST(si::test::http_get(endpoint.port(), "/healthz", 2s).status == 200, "no answer while the service held its share");
+}
+
+BOOST_AUTO_TEST_CASE(past_max_connections_a_new_connection_gets_503_before_its_request_is_read) {
+    std::promise<void> release;
+    const std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> called{0};
+    const auto slow = [&] {
+        ++called;
+        released.wait();
+        return ok();
+    };
+    si::relay::http_endpoint endpoint({}, {{"/slow", slow}}, {}, {.max_connections = 4});
+    connections held;
+    const release_on_exit guard{release};
+    for (int i = 0; i < 4; ++i) held.fds.push_back(ask_and_never_read(endpoint.port(), "/slow"));  // one called, three waiting
+    BOOST_TEST_REQUIRE(slow_client::await([&] { return called.load() == 1 && endpoint.connections_held() == 4; }, 10s));
+
+    connections silent{{si::test::connect_loopback(endpoint.port())}};
+    BOOST_TEST_REQUIRE(silent.fds[0] >= 0);
+    BOOST_TEST(bytes_until_closed(silent.fds[0], 2s).has_value(), "a connection past the limit was kept without a request");
+    const auto refused = si::test::http_get(endpoint.port(), "/slow", 2s);
+    BOOST_TEST(refused.status == 503);
+    BOOST_TEST(refused.body == "the endpoint holds 4 connections, its limit; try again\n");
+    BOOST_TEST(endpoint.connections_held() == 4u);
 }

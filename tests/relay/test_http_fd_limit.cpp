@@ -8,9 +8,11 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <string>
@@ -90,5 +92,13 @@ BOOST_AUTO_TEST_CASE(at_the_fd_limit_the_endpoint_does_not_spin_and_serves_again
 
     const auto probe = si::test::http_get(endpoint.port(), "/healthz", 3s);
     BOOST_TEST(probe.status == 200, "no answer within 3 s once file descriptors were free again");
+    // the client that connected meanwhile is served too
+    const std::string request = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    BOOST_TEST_REQUIRE(::send(waiting, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+    const timeval patience{3, 0};
+    ::setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+    char answer[64] = {};
+    BOOST_TEST(::recv(waiting, answer, sizeof answer - 1, 0) > 0);
+    BOOST_TEST(std::string(answer).starts_with("HTTP/1.1 200"), answer);
     ::close(waiting);
 }
