@@ -1,7 +1,8 @@
 // The relay's loopback HTTP endpoint on its own: a client that dribbles its request neither holds
-// /healthz nor stays connected past the request deadline, and a slow handler of one path does not
-// hold another path. The bounds below are liveness bounds (the bug made a probe wait 20 s and
-// more), not speed requirements.
+// /healthz nor stays connected past the request deadline, a slow handler of one path does not
+// hold another path, clients that never read their answers do not hold /healthz and are cut off
+// after the answer deadline, and past the connection limit a client gets 503 at once. The bounds
+// below are liveness bounds (the bugs made a probe wait 20 s and more), not speed requirements.
 #define BOOST_TEST_MODULE seqinbox relay http endpoint
 #include <boost/test/unit_test.hpp>
 
