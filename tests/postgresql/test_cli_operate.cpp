@@ -204,7 +204,10 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2_and_an_unreachable_database_1) {
     BOOST_TEST(contains(run_cli("sequences --postgres x").output, "give --expired or --expiring"));
     const auto share = run_cli("sequences --postgres x --expiring --share 2");
     BOOST_TEST(share.exit_code == 2);
-    BOOST_TEST(contains(share.output, "'--share' expects a number in (0, 1], not '2'"), share.output);
+    BOOST_TEST(contains(share.output, "'--share' expects a decimal number in (0, 1], not '2'"), share.output);
+    const auto hexadecimal = run_cli("sequences --postgres x --expiring --share 0x1p-1");
+    BOOST_TEST(hexadecimal.exit_code == 2);
+    BOOST_TEST(contains(hexadecimal.output, "not '0x1p-1'"), hexadecimal.output);
     BOOST_TEST(run_cli("show --postgres x OrderSequence").exit_code == 2);
     const auto id = run_cli("consume --postgres x abc");
     BOOST_TEST(id.exit_code == 2);

@@ -186,7 +186,11 @@ BOOST_AUTO_TEST_CASE(expired_and_expiring_instances_come_in_pages_that_follow_ne
     expect_refusal(f.call("GET", "/api/v1/instances/expired?after=yesterday", view_token), 400, "not 'yesterday'");
     // a cursor past what a timestamp holds (it overflowed when converted to nanoseconds)
     expect_refusal(f.call("GET", "/api/v1/instances/expired?after=9223372036854775807.1", view_token), 400, "not '9223372036854775807.1'");
-    expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=1.5", view_token), 400, "'share' must be a number in (0, 1], not '1.5'");
+    expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=1.5", view_token), 400, "'share' must be a decimal number in (0, 1], not '1.5'");
+    // only a plain decimal: not a value with a NUL and more after it, a hexadecimal float, an exponent or a blank
+    for (const std::string share : {"0.5%00junk", "0x1p-1", "5e-1", "%200.5", "+0.5", "inf", ".", ""})
+        expect_refusal(f.call("GET", "/api/v1/instances/expiring?share=" + share, view_token), 400, "'share' must be");
+    BOOST_TEST(f.get("/api/v1/instances/expiring?share=1")["instances"].size() == 0u);
 }
 
 // Issue 34: the view of an instance with 200,000 messages was 43 MB; now a page and a cursor.
@@ -353,6 +357,26 @@ BOOST_AUTO_TEST_CASE(without_a_write_token_nobody_writes_and_without_a_view_toke
     const auto rebound = si::test::http_exchange(f.endpoint.port(), "GET /api/v1/counts HTTP/1.1\r\nHost: evil.example:9464\r\n\r\n", 10s);
     expect_refusal(rebound, 421, "'evil.example:9464'");
     BOOST_TEST(si::test::http_exchange(f.endpoint.port(), "GET /api/v1/counts HTTP/1.1\r\nHost: localhost:9464\r\n\r\n", 10s).status == 200);
+}
+
+// Review of issue 34: /healthz and /metrics skipped the Host check, so a page elsewhere whose name
+// was rebound to 127.0.0.1 could read them while views were open.
+BOOST_AUTO_TEST_CASE(the_probes_need_no_token_but_take_the_host_check_while_views_are_open) {
+    const auto probe = [] { return si::relay::http_response{200, "text/plain; charset=utf-8", "ok\n"}; };
+    for (const bool views_open : {true, false}) {
+        const si::relay::http_access access(views_open ? si::relay::access_tokens{} : both_tokens(), {});
+        si::relay::http_endpoint endpoint({}, {{"/healthz", probe}, {"/metrics", probe}}, {}, {.fixed_gate = si::relay::probe_gate(access)});
+        const auto get = [&](const std::string& path, const std::string& host) {
+            return si::test::http_exchange(endpoint.port(), "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 10s);
+        };
+        for (const std::string path : {"/healthz", "/metrics"}) {
+            const auto rebound = get(path, "rebound.example:9464");
+            BOOST_TEST(rebound.status == (views_open ? 421 : 200), path << " (views open: " << views_open << "): " << rebound.body);
+            if (views_open) BOOST_TEST(contains(rebound.body, "not 'rebound.example:9464'"), rebound.body);
+            BOOST_TEST(get(path, "127.0.0.1:" + std::to_string(endpoint.port())).status == 200, path);
+            BOOST_TEST(get(path, "localhost:9464").status == 200, path);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(unknown_paths_and_wrong_methods) {

@@ -83,6 +83,13 @@ BOOST_AUTO_TEST_CASE(out_of_order_duplicated_input_is_published_once_in_declared
                    metrics.body);
     BOOST_TEST(si::test::contains(metrics.body, "seqinbox_waiting_messages"));
     BOOST_TEST(si::test::http_get(port, "/nope").status == 404);
+    // without a view token the probes, like the API, answer only requests addressed to a loopback name
+    for (const std::string path : {"/healthz", "/metrics"}) {
+        const auto rebound = si::test::http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: rebound.example:9464\r\n\r\n", std::chrono::seconds(10));
+        BOOST_TEST(rebound.status == 421, path << ": " << rebound.status);
+        const auto local = si::test::http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: localhost:" + std::to_string(port) + "\r\n\r\n", std::chrono::seconds(10));
+        BOOST_TEST(local.status == 200, path << ": " << local.status);
+    }
 
     BOOST_TEST(relay.stop(SIGTERM) == 0, relay.log());
     const auto log = relay.log();

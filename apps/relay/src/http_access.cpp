@@ -103,14 +103,20 @@ access_role http_access::role_of(const http_request& request) const {
 std::optional<access_refusal> http_access::refuse_view(const http_request& request) const {
     const bool has_token = presented(request).has_value();
     if (has_token && role_of(request) == access_role::none) return access_refusal{401, "the bearer token is not valid"};
-    if (views_open()) {
-        if (!loopback_name(request.header("host").value_or("")))
-            return access_refusal{421, "without a view token this endpoint answers only requests addressed to 127.0.0.1 or localhost, not '" +
-                                           std::string(request.header("host").value_or("")) + "'"};
-        return std::nullopt;
-    }
+    if (views_open()) return refuse_host(request);
     if (!has_token) return access_refusal{401, "a bearer token (view or write) is required"};
     return std::nullopt;
+}
+
+std::optional<access_refusal> http_access::refuse_probe(const http_request& request) const {
+    return views_open() ? refuse_host(request) : std::nullopt;
+}
+
+std::optional<access_refusal> http_access::refuse_host(const http_request& request) const {
+    const auto host = request.header("host").value_or("");
+    if (loopback_name(host)) return std::nullopt;
+    return access_refusal{421, "without a view token this endpoint answers only requests addressed to 127.0.0.1 or localhost, not '" +
+                                   std::string(host) + "'"};
 }
 
 std::optional<access_refusal> http_access::refuse_write(const http_request& request) const {
@@ -122,6 +128,14 @@ std::optional<access_refusal> http_access::refuse_write(const http_request& requ
     case access_role::none: break;
     }
     return access_refusal{401, "the write token is required"};
+}
+
+http_gate probe_gate(const http_access& access) {
+    return [access](const http_request& request) -> std::optional<http_response> {
+        const auto refused = access.refuse_probe(request);
+        if (!refused) return std::nullopt;
+        return http_response{refused->status, "text/plain; charset=utf-8", refused->reason + "\n", {}};
+    };
 }
 
 }  // namespace seqinbox::relay

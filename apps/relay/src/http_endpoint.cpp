@@ -3,71 +3,58 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
+#include <atomic>
 #include <cerrno>
-#include <charconv>
-#include <chrono>
 #include <cstring>
-#include <optional>
-#include <string_view>
-#include <utility>
+#include <functional>
+#include <map>
+#include <span>
+#include <stop_token>
+#include <thread>
 #include <variant>
 
+#include "http_connection.hpp"
+#include "http_message.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::relay {
 
 namespace {
 
-using steady = std::chrono::steady_clock;
+using detail::answering;
+using detail::arriving;
+using detail::owned_fd;
+using detail::render;
+using detail::steady;
+using detail::text;
 
-constexpr std::size_t max_request_head = 8192;
-constexpr std::size_t max_request_body = 64 * 1024;
 constexpr int stop_check_ms = 100;
-constexpr std::size_t serving_threads = 4;        // handlers: a probe gets through while a scrape is slow
-constexpr std::size_t max_reading = 64;           // connections whose request is still coming
-constexpr auto patience = std::chrono::seconds(5);  // for the request, then for the answer
-
-/// Closes a socket when the scope ends.
-class socket_guard {
-public:
-    explicit socket_guard(int fd) : fd_(fd) {}
-    ~socket_guard() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    socket_guard(const socket_guard&) = delete;
-    socket_guard& operator=(const socket_guard&) = delete;
-    int get() const noexcept { return fd_; }
-    int release() noexcept { return std::exchange(fd_, -1); }
-
-private:
-    int fd_;
-};
+constexpr std::size_t service_threads = 4;        // a slow view does not hold every other request
+constexpr std::size_t max_arriving = 64;          // connections whose request is still coming
+constexpr std::size_t max_waiting_per_path = 8;   // calls of one fixed path waiting for its thread
+constexpr std::size_t probe_reserve = 16;         // connections service requests leave to the fixed paths
+constexpr std::size_t max_accepts_per_turn = 64;  // a flood of connections does not starve the answers
+constexpr auto request_patience = std::chrono::seconds(5);
+constexpr auto accept_pause = std::chrono::milliseconds(100);  // after EMFILE: retrying at once spins
 
 [[noreturn]] void cannot_listen(const http_address& where, const std::string& why) {
     throw error(error_category::configuration,
                 "http endpoint: cannot listen on " + where.host + ":" + std::to_string(where.port) + " (" + why + ")");
 }
 
-std::optional<in_addr> ipv4_of(const std::string& host) {
-    in_addr address{};
-    if (::inet_pton(AF_INET, host.c_str(), &address) != 1) return std::nullopt;
-    return address;
-}
-
 /// A listening socket bound to `where`.
-int listen_on(const http_address& where) {
+owned_fd listen_on(const http_address& where) {
     where.check();
-    const auto host = ipv4_of(where.host);
+    const auto host = detail::ipv4_of(where.host);
     const auto failed = [&](const char* step) { cannot_listen(where, std::string(step) + ": " + std::strerror(errno) + "; choose another port"); };
-    // non-blocking: of the threads woken by one connection, those that lose the accept go back to waiting
-    socket_guard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) failed("socket");
+    // non-blocking: accept returns EAGAIN once the backlog is empty
+    owned_fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) failed("socket");
     const int on = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // a restart must not wait for TIME_WAIT
     sockaddr_in address{};
@@ -76,7 +63,7 @@ int listen_on(const http_address& where) {
     address.sin_addr = *host;
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) failed("bind");
     if (::listen(fd.get(), 16) != 0) failed("listen");
-    return fd.release();
+    return fd;
 }
 
 std::uint16_t bound_port(int fd) {
@@ -86,348 +73,233 @@ std::uint16_t bound_port(int fd) {
     return ntohs(address.sin_port);
 }
 
-std::string_view reason_phrase(int status) {
-    switch (status) {
-    case 200: return "OK";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    default: return "Internal Server Error";
+/// What the handler threads signal the I/O thread with when an answer is ready.
+owned_fd wake_event(const http_address& where) {
+    owned_fd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!fd) cannot_listen(where, std::string("eventfd: ") + std::strerror(errno));
+    return fd;
+}
+
+/// Answers a connection past the limit with one non-blocking send of `answer`, then closes it.
+void refuse_at_once(owned_fd client, const http_response& answer) {
+    char discard[8192];
+    // what arrived is read first, so that the close is not a reset that could drop the answer
+    for (int i = 0; i < 8 && ::recv(client.get(), discard, sizeof discard, MSG_DONTWAIT) > 0; ++i) {}
+    const auto bytes = render(answer, true);
+    [[maybe_unused]] const auto sent = ::send(client.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/// `f()`, or the 500 naming what it threw.
+template <typename F>
+http_response guarded(F&& f) {
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        return text(500, std::string("handler failed: ") + e.what() + "\n");
+    } catch (...) {
+        return text(500, "handler failed\n");
     }
-}
-
-/// Waits until `client` is ready for `events`; false when the deadline passes or a stop is requested first.
-bool await_ready(int client, short events, steady::time_point deadline, const std::stop_token& stop) {
-    while (!stop.stop_requested()) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-        if (left <= 0) return false;
-        pollfd ready{client, events, 0};
-        if (::poll(&ready, 1, static_cast<int>(std::min<long long>(left, stop_check_ms))) > 0) return true;
-    }
-    return false;
-}
-
-bool interrupted(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR); }
-
-/// Sends `data` unless the client leaves or does not take it within `patience`.
-void write_all(int client, std::string_view data, const std::stop_token& stop) {
-    const auto deadline = steady::now() + patience;
-    while (!data.empty() && await_ready(client, POLLOUT, deadline, stop)) {
-        const auto n = ::send(client, data.data(), data.size(), MSG_NOSIGNAL);
-        if (interrupted(n)) continue;
-        if (n <= 0) return;  // the client left: nothing to tell it
-        data.remove_prefix(static_cast<std::size_t>(n));
-    }
-}
-
-std::string render(const http_response& r, bool with_body) {
-    std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(reason_phrase(r.status)) +
-                      "\r\nContent-Type: " + r.content_type + "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                      "\r\nConnection: close\r\n";
-    for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
-    out += "\r\n";
-    if (with_body) out += r.body;
-    return out;
-}
-
-http_response text(int status, std::string body) { return {status, "text/plain; charset=utf-8", std::move(body), {}}; }
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
-std::string_view trimmed(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/// `s` percent-decoded, '+' as a space; a malformed escape stays as it is.
-std::string percent_decoded(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '+') out += ' ';
-        else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
-            out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
-            i += 2;
-        } else out += s[i];
-    }
-    return out;
-}
-
-using header_list = std::vector<std::pair<std::string, std::string>>;
-
-/// The header lines of a request head (after its request line), names trimmed and lower case;
-/// none when one is malformed.
-std::optional<header_list> headers_of(std::string_view head) {
-    const auto request_line_end = head.find("\r\n");
-    head = request_line_end == std::string_view::npos ? std::string_view() : head.substr(request_line_end + 2);
-    header_list headers;
-    while (!head.empty()) {
-        const auto end = head.find("\r\n");
-        const auto line = head.substr(0, end);
-        head = end == std::string_view::npos ? std::string_view() : head.substr(end + 2);
-        if (line.empty()) continue;
-        const auto colon = line.find(':');
-        if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-        headers.emplace_back(lower(trimmed(line.substr(0, colon))), std::string(trimmed(line.substr(colon + 1))));
-    }
-    return headers;
-}
-
-/// Content-Length: 0 without one, none when it is not a number or given twice.
-std::optional<std::size_t> content_length(const header_list& headers) {
-    std::optional<std::size_t> found;
-    for (const auto& [name, value] : headers) {
-        if (name != "content-length") continue;
-        std::size_t length = 0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-        if (ec != std::errc{} || end != value.data() + value.size() || found) return std::nullopt;
-        found = length;
-    }
-    return found.value_or(0);
-}
-
-bool chunked(const header_list& headers) {
-    return std::ranges::any_of(headers, [](const auto& h) { return h.first == "transfer-encoding"; });
-}
-
-/// The request in `raw` (head and complete body), or the status and reason refusing it.
-std::variant<http_request, http_response> parsed(const std::string& raw) {
-    const auto head_end = raw.find("\r\n\r\n");
-    const std::string_view head = std::string_view(raw).substr(0, head_end);
-    const std::string_view line = head.substr(0, head.find("\r\n"));
-    const auto first_space = line.find(' ');
-    const auto second_space = line.find(' ', first_space == std::string_view::npos ? line.size() : first_space + 1);
-    if (first_space == std::string_view::npos || second_space == std::string_view::npos) return text(400, "malformed request line\n");
-    auto headers = headers_of(head);
-    if (!headers) return text(400, "malformed header line\n");
-    http_request r;
-    r.method = std::string(line.substr(0, first_space));
-    const std::string_view target = line.substr(first_space + 1, second_space - first_space - 1);
-    const auto question = target.find('?');
-    r.path = std::string(target.substr(0, question));
-    if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
-    r.body = raw.substr(head_end + 4, content_length(*headers).value_or(0));  // bytes after the body are not part of it
-    r.headers = std::move(*headers);
-    return r;
 }
 
 }  // namespace
 
-std::optional<std::string_view> http_request::header(std::string_view name) const {
-    for (const auto& [n, value] : headers)
-        if (n == name) return value;
-    return std::nullopt;
-}
+struct http_endpoint::state {
+    /// A fixed path: its handler, called by its own thread, and the calls waiting for it.
+    struct fixed_path {
+        http_handler handler;
+        detail::handoff<detail::call> calls;
+    };
 
-std::optional<std::string> http_request::parameter(std::string_view name) const {
-    for (std::string_view rest = query; !rest.empty();) {
-        const auto amp = rest.find('&');
-        const auto pair = rest.substr(0, amp);
-        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-        const auto equals = pair.find('=');
-        if (percent_decoded(pair.substr(0, equals)) == name)
-            return equals == std::string_view::npos ? std::string() : percent_decoded(pair.substr(equals + 1));
-    }
-    return std::nullopt;
-}
+    state(const http_address& where, std::map<std::string, http_handler> routes, http_service service, http_endpoint_options limits);
+    ~state();
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
 
-void http_address::check() const {
-    if (!ipv4_of(host))
-        throw error(error_category::configuration,
-                    "http endpoint: '" + host + "' is not an IPv4 address such as 127.0.0.1 or 0.0.0.0");
-}
+    void run_io(const std::stop_token& stop);
+    void write_answers(std::span<const pollfd> polled, steady::time_point now);
+    void read_requests(std::span<const pollfd> polled, steady::time_point now);
+    void dispatch(arriving&& a, steady::time_point now);
+    void take_answers(steady::time_point now);
+    void accept_new(steady::time_point now);
+    void start_answer(owned_fd client, std::string bytes, steady::time_point now);
+    std::size_t held_now() const noexcept { return reading.size() + answered(); }
+    /// Connections whose request arrived: waiting for a handler, in one, or taking the answer.
+    std::size_t answered() const noexcept { return writing.size() + in_handlers; }
+    /// answered() past which service requests are refused: the rest are the probes'.
+    std::size_t service_limit() const noexcept { return options.max_connections - std::min(probe_reserve, options.max_connections / 2); }
+    http_response full() const { return text(503, "the endpoint holds " + std::to_string(options.max_connections) + " connections, its limit; try again\n"); }
 
-bool http_address::loopback() const {
-    const auto address = ipv4_of(host);
-    return address && (ntohl(address->s_addr) >> 24) == 127;
-}
+    void serve(detail::handoff<detail::call>& calls, const std::function<http_response(const http_request&)>& respond,
+               const std::stop_token& stop);
+    http_response fixed_answer(fixed_path& path, const http_request& request) const;
+    void wake_io() const noexcept;
 
-/// A connection whose request is still arriving, all read by one thread with poll.
-struct http_endpoint::reading {
-    int fd;
-    std::string raw;
-    steady::time_point deadline;
-    std::optional<http_response> refusal{};
-
-    /// Reads what arrived; true once the request is complete or refused.
-    bool read_some() {
-        char buffer[4096];
-        for (;;) {
-            const auto n = ::recv(fd, buffer, sizeof buffer, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (interrupted(n)) return false;  // nothing more for now
-            if (n <= 0) return complete() || refuse(400, "the request ended before it was complete\n");
-            raw.append(buffer, static_cast<std::size_t>(n));
-            if (complete()) return true;
-        }
-    }
-
-    /// Whether the head and the body it announces are in, or the request is refused.
-    bool complete() {
-        if (refusal) return true;
-        const auto head_end = raw.find("\r\n\r\n");
-        if (head_end == std::string::npos)
-            return raw.size() > max_request_head && refuse(431, "the request head is larger than 8 KiB\n");
-        if (head_end > max_request_head) return refuse(431, "the request head is larger than 8 KiB\n");
-        const auto headers = headers_of(std::string_view(raw).substr(0, head_end));
-        if (!headers) return refuse(400, "malformed header line\n");
-        if (chunked(*headers)) return refuse(411, "a request body needs a Content-Length (no Transfer-Encoding)\n");
-        const auto length = content_length(*headers);
-        if (!length) return refuse(400, "malformed Content-Length\n");
-        if (*length > max_request_body) return refuse(413, "the request body is larger than 64 KiB\n");
-        return raw.size() >= head_end + 4 + *length;
-    }
-
-    bool refuse(int status, std::string why) {
-        refusal = text(status, std::move(why));
-        return true;
-    }
+    // Set before the threads start, constant after.
+    owned_fd listener;
+    owned_fd wake;
+    http_endpoint_options options;
+    http_service others;
+    std::map<std::string, fixed_path> paths;
+    // Shared by the threads.
+    detail::handoff<detail::call> service_calls;
+    detail::handoff<detail::answer> answers;
+    std::atomic<std::size_t> held{0};
+    // The I/O thread's alone.
+    std::vector<arriving> reading;
+    std::vector<answering> writing;
+    std::size_t in_handlers = 0;  // calls handed to a handler thread whose answer has not come back
+    steady::time_point accept_paused_until{};
+    std::vector<std::jthread> threads;  // last: started once everything above is set, joined first
 };
+
+http_endpoint::state::state(const http_address& where, std::map<std::string, http_handler> routes, http_service service,
+                            http_endpoint_options limits)
+    : listener(listen_on(where)), wake(wake_event(where)), options(std::move(limits)), others(std::move(service)) {
+    if (options.max_connections == 0)
+        throw error(error_category::configuration, "http endpoint: max_connections is 0; it must hold at least one connection");
+    for (auto& [path, handler] : routes) paths[path].handler = std::move(handler);
+    for (auto& [path, fixed] : paths)
+        threads.emplace_back([this, &fixed](const std::stop_token& stop) {
+            serve(fixed.calls, [this, &fixed](const http_request& r) { return fixed_answer(fixed, r); }, stop);
+        });
+    if (others)
+        for (std::size_t i = 0; i < service_threads; ++i)
+            threads.emplace_back([this](const std::stop_token& stop) { serve(service_calls, others, stop); });
+    threads.emplace_back([this](const std::stop_token& stop) { run_io(stop); });
+}
+
+http_endpoint::state::~state() {
+    for (auto& thread : threads) thread.request_stop();
+    wake_io();
+}
+
+void http_endpoint::state::wake_io() const noexcept {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(wake.get(), &one, sizeof one);
+}
+
+// One thread reads every request and writes every answer without blocking, each connection
+// against its own deadline: a client that dribbles, stays silent or does not read costs a
+// connection, never a thread.
+void http_endpoint::state::run_io(const std::stop_token& stop) {
+    std::vector<pollfd> polled;
+    while (!stop.stop_requested()) {
+        const bool accepting = steady::now() >= accept_paused_until;
+        polled.assign({{wake.get(), POLLIN, 0}, {accepting ? listener.get() : -1, POLLIN, 0}});  // -1: not polled
+        for (const auto& w : writing) polled.push_back({w.client.get(), POLLOUT, 0});
+        for (const auto& r : reading) polled.push_back({r.client.get(), POLLIN, 0});
+        if (::poll(polled.data(), polled.size(), stop_check_ms) < 0) continue;  // EINTR
+        const auto now = steady::now();
+        const auto connections = std::span<const pollfd>(polled).subspan(2);
+        const auto written = writing.size();
+        write_answers(connections.first(written), now);
+        read_requests(connections.subspan(written), now);
+        take_answers(now);
+        if ((polled[1].revents & POLLIN) != 0) accept_new(now);
+        held = held_now();
+    }
+}
+
+void http_endpoint::state::write_answers(std::span<const pollfd> polled, steady::time_point now) {
+    std::vector<answering> still;
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+        auto& w = writing[i];
+        if (polled[i].revents != 0 && w.send_some()) continue;  // all sent, or the client left: closed
+        if (now >= w.deadline) w.client.reset_connection();
+        else still.push_back(std::move(w));
+    }
+    writing = std::move(still);
+}
+
+void http_endpoint::state::read_requests(std::span<const pollfd> polled, steady::time_point now) {
+    std::vector<arriving> still;
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+        auto& r = reading[i];
+        if (polled[i].revents != 0 && r.read_some()) dispatch(std::move(r), now);
+        else if (now >= r.deadline) start_answer(std::move(r.client), render(text(408, "the request did not arrive within 5 s\n"), true), now);
+        else still.push_back(std::move(r));
+    }
+    reading = std::move(still);
+}
+
+void http_endpoint::state::dispatch(arriving&& a, steady::time_point now) {
+    if (a.refusal) return start_answer(std::move(a.client), render(*a.refusal, true), now);
+    auto request = detail::parsed(a.raw);
+    if (auto* refused = std::get_if<http_response>(&request)) return start_answer(std::move(a.client), render(*refused, true), now);
+    auto& r = std::get<http_request>(request);
+    const bool with_body = r.method != "HEAD";
+    if (!with_body) r.method = "GET";
+    const auto fixed = paths.find(r.path);
+    if (fixed != paths.end() && fixed->second.calls.size() >= max_waiting_per_path)
+        return start_answer(std::move(a.client), render(text(503, "calls of this path are waiting; try again\n"), with_body), now);
+    if (fixed == paths.end() && !others)
+        return start_answer(std::move(a.client), render(text(404, "no such path: " + r.path + "\n"), with_body), now);
+    if (fixed == paths.end() && answered() >= service_limit())
+        return start_answer(std::move(a.client), render(full(), with_body), now);
+    auto& calls = fixed != paths.end() ? fixed->second.calls : service_calls;
+    calls.push({std::move(a.client), std::move(r), with_body});
+    ++in_handlers;
+}
+
+void http_endpoint::state::take_answers(steady::time_point now) {
+    std::uint64_t signalled = 0;
+    [[maybe_unused]] const auto read = ::read(wake.get(), &signalled, sizeof signalled);  // resets the event
+    for (auto& a : answers.take_all()) {
+        --in_handlers;
+        start_answer(std::move(a.client), std::move(a.bytes), now);
+    }
+}
+
+void http_endpoint::state::start_answer(owned_fd client, std::string bytes, steady::time_point now) {
+    answering w{std::move(client), std::move(bytes), now + options.answer_deadline};
+    if (!w.send_some()) writing.push_back(std::move(w));  // most answers fit the socket's buffer at once
+}
+
+void http_endpoint::state::accept_new(steady::time_point now) {
+    for (std::size_t i = 0; i < max_accepts_per_turn; ++i) {
+        owned_fd client(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!client) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            // the listener stays readable while no descriptor is left: poll it again only later
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_paused_until = now + accept_pause;
+            return;
+        }
+        if (reading.size() == max_arriving) reading.erase(reading.begin());  // the oldest is the likeliest to be stuck
+        else if (answered() >= options.max_connections) {
+            refuse_at_once(std::move(client), full());
+            continue;
+        }
+        reading.push_back({std::move(client), now + request_patience});
+    }
+}
+
+void http_endpoint::state::serve(detail::handoff<detail::call>& calls, const std::function<http_response(const http_request&)>& respond,
+                                 const std::stop_token& stop) {
+    while (auto call = calls.pop(stop)) {
+        const auto response = guarded([&] { return respond(call->request); });
+        answers.push({std::move(call->client), render(response, call->with_body)});
+        wake_io();
+    }
+}
+
+http_response http_endpoint::state::fixed_answer(fixed_path& path, const http_request& request) const {
+    if (options.fixed_gate)
+        if (auto refusal = options.fixed_gate(request)) return *refusal;
+    if (request.method != "GET") return text(405, "only GET and HEAD\n");
+    return path.handler();
+}
 
 http_endpoint::http_endpoint(std::uint16_t port, std::map<std::string, http_handler> routes)
     : http_endpoint(http_address{.host = "127.0.0.1", .port = port}, std::move(routes), {}) {}
 
-http_endpoint::http_endpoint(const http_address& where, std::map<std::string, http_handler> routes, http_service others)
-    : others_(std::move(others)), listener_(listen_on(where)), port_(bound_port(listener_)) {
-    socket_guard until_serving(listener_);  // no destructor runs for a half-built object
-    for (auto& [path, handler] : routes) routes_[path].handler = std::move(handler);
-    try {
-        for (std::size_t i = 0; i < serving_threads; ++i) threads_.emplace_back([this](const std::stop_token& stop) { serve(stop); });
-        threads_.emplace_back([this](const std::stop_token& stop) { read_requests(stop); });
-    } catch (...) {
-        stop_serving();  // before the listener closes under the started threads
-        throw;
-    }
-    until_serving.release();
+http_endpoint::http_endpoint(const http_address& where, std::map<std::string, http_handler> routes, http_service others,
+                             http_endpoint_options options)
+    : state_(std::make_unique<state>(where, std::move(routes), std::move(others), std::move(options))) {
+    port_ = bound_port(state_->listener.get());
 }
 
-http_endpoint::~http_endpoint() {
-    stop_serving();
-    ::close(listener_);
-    for (const auto& request : ready_) ::close(request.fd);
-}
+http_endpoint::~http_endpoint() = default;
 
-void http_endpoint::stop_serving() noexcept {
-    for (auto& thread : threads_) thread.request_stop();
-    ready_changed_.notify_all();
-    threads_.clear();  // joins
-}
-
-// One thread reads every request, each connection against its own deadline: a client that
-// dribbles or stays silent costs a slot in a poll set, not a serving thread.
-void http_endpoint::read_requests(const std::stop_token& stop) {
-    std::vector<reading> open;
-    while (!stop.stop_requested()) {
-        std::vector<pollfd> ready{{listener_, POLLIN, 0}};
-        for (const auto& r : open) ready.push_back({r.fd, POLLIN, 0});
-        if (::poll(ready.data(), ready.size(), stop_check_ms) < 0) continue;  // EINTR
-        const auto now = steady::now();
-        std::vector<reading> still_open;
-        for (std::size_t i = 0; i < open.size(); ++i) {
-            auto& r = open[i];
-            const bool complete = ready[i + 1].revents != 0 && r.read_some();
-            if (complete) hand_over({r.fd, std::move(r.raw), std::move(r.refusal)});
-            else if (now >= r.deadline) hand_over({r.fd, {}, text(408, "the request did not arrive within 5 s\n")});
-            else still_open.push_back(std::move(r));
-        }
-        open = std::move(still_open);
-        if ((ready[0].revents & POLLIN) != 0) accept_new(open, now);
-    }
-    for (const auto& r : open) ::close(r.fd);
-}
-
-void http_endpoint::accept_new(std::vector<reading>& open, steady::time_point now) {
-    for (;;) {
-        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) return;
-        if (open.size() == max_reading) {  // the oldest is the likeliest to be stuck: it makes room
-            ::close(open.front().fd);
-            open.erase(open.begin());
-        }
-        open.push_back({fd, {}, now + patience});
-    }
-}
-
-void http_endpoint::hand_over(arrived&& a) {
-    {
-        const std::lock_guard lock(ready_mutex_);
-        ready_.push_back(std::move(a));
-    }
-    ready_changed_.notify_one();
-}
-
-void http_endpoint::serve(const std::stop_token& stop) {
-    while (!stop.stop_requested()) {
-        std::unique_lock lock(ready_mutex_);
-        if (!ready_changed_.wait(lock, stop, [&] { return !ready_.empty(); })) return;
-        auto request = std::move(ready_.front());
-        ready_.pop_front();
-        lock.unlock();
-        socket_guard client(request.fd);
-        answer(client.get(), request, stop);
-    }
-}
-
-void http_endpoint::answer(int client, const arrived& a, const std::stop_token& stop) {
-    const auto reply = [&](const http_response& response, bool with_body) { write_all(client, render(response, with_body), stop); };
-    if (a.refusal) return reply(*a.refusal, true);
-    auto request = parsed(a.raw);
-    if (auto* refused = std::get_if<http_response>(&request)) return reply(*refused, true);
-    auto& r = std::get<http_request>(request);
-    const bool head_only = r.method == "HEAD";
-    if (head_only) r.method = "GET";
-    reply(dispatch(r), !head_only);
-}
-
-http_response http_endpoint::dispatch(const http_request& request) {
-    const auto found = routes_.find(request.path);
-    if (found != routes_.end()) {
-        if (request.method != "GET") return text(405, "only GET and HEAD\n");
-        return called(found->second);
-    }
-    if (!others_) return text(404, "no such path: " + request.path + "\n");
-    try {
-        return others_(request);
-    } catch (const std::exception& e) {
-        return text(500, std::string("handler failed: ") + e.what() + "\n");
-    } catch (...) {
-        return text(500, "handler failed\n");
-    }
-}
-
-http_response http_endpoint::called(route& r) {
-    // A thread waiting here would hold one of the few serving threads: a second call of a busy
-    // path is answered at once instead, so slow scrapes cannot take every thread from /healthz.
-    const std::unique_lock one_at_a_time(r.calling, std::try_to_lock);
-    if (!one_at_a_time) return text(503, "a call of this path is in progress; try again\n");
-    try {
-        return r.handler();
-    } catch (const std::exception& e) {
-        return text(500, std::string("handler failed: ") + e.what() + "\n");
-    } catch (...) {
-        return text(500, "handler failed\n");
-    }
-}
+std::size_t http_endpoint::connections_held() const noexcept { return state_->held.load(); }
 
 }  // namespace seqinbox::relay

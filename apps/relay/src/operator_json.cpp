@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "seqinbox/detail/share_text.hpp"
 #include "seqinbox/logger/utc_time.hpp"
 
 namespace seqinbox::relay::detail {
@@ -216,10 +217,9 @@ scan_position after_parameter(const http_request& r) {
 double share_parameter(const http_request& r, double otherwise) {
     const auto text = r.parameter("share");
     if (!text) return otherwise;
-    char* end = nullptr;
-    const double share = std::strtod(text->c_str(), &end);
-    if (text->empty() || *end != '\0' || !(share > 0 && share <= 1)) bad_request("'share' must be a number in (0, 1], not '" + *text + "'");
-    return share;
+    const auto share = seqinbox::detail::plain_share(*text);
+    if (!share) bad_request("'share' must be a decimal number in (0, 1], not '" + *text + "'");
+    return *share;
 }
 
 std::int64_t id_segment(std::string_view segment, std::string_view what) {

@@ -138,7 +138,7 @@ public:
           batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
           api_(store_, access_, {.expiring_share = options_.expiring_share}),
-          http_(where(), routes(), [this](const http_request& r) { return api_(r); }) {
+          http_(where(), routes(), [this](const http_request& r) { return api_(r); }, {.fixed_gate = probe_gate(access_)}) {
         for (const auto& m : members_) publish_released_messages(m->inbox);
     }
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "seqinbox/detail/share_text.hpp"
+
 namespace seqinbox::cli {
 
 /// Exit codes of every subcommand.
@@ -65,14 +67,12 @@ public:
         return n;
     }
 
-    /// Parses the value of option `name` as a share: a number in (0, 1].
+    /// Parses the value of option `name` as a share: a plain decimal number in (0, 1].
     double share(std::string_view name, std::string_view text) const {
-        const std::string value(text);
-        char* end = nullptr;
-        const double share = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(share > 0 && share <= 1))
-            throw usage_error(prefix() + "option '" + std::string(name) + "' expects a number in (0, 1], not '" + value + "'");
-        return share;
+        const auto share = seqinbox::detail::plain_share(text);
+        if (!share)
+            throw usage_error(prefix() + "option '" + std::string(name) + "' expects a decimal number in (0, 1], not '" + std::string(text) + "'");
+        return *share;
     }
 
     /// Parses the value of option `name` as a duration: a whole number with unit ms, s, m, h or

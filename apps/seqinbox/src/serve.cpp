@@ -71,10 +71,11 @@ int serve_command(std::span<const std::string_view> args) {
     options.pool_size = 4;  // the endpoint's serving threads
     postgresql::store store(options);
     const bool views_open = access.views_open(), writes = access.writes_enabled();
+    auto gate = relay::probe_gate(access);
     relay::operator_api<postgresql::store> api(store, std::move(access), {.expiring_share = call->expiring_share});
     relay::http_endpoint endpoint(
         where, {{"/healthz", [] { return relay::http_response{200, "text/plain; charset=utf-8", "ok\n", {}}; }}},
-        [&api](const relay::http_request& r) { return api(r); });
+        [&api](const relay::http_request& r) { return api(r); }, {.fixed_gate = std::move(gate)});
     logger::stream_logger log(std::cerr);
     log.log(log_level::info, "serving the operator API and console on " + where.host + ":" + std::to_string(endpoint.port()) +
                                  " (views " + (views_open ? "open" : "need a token") + ", writes " +

@@ -4,8 +4,8 @@
 // token comes from a file or an environment variable, never from the command line (where `ps`
 // shows it). Without a view token, views are open to whoever reaches the endpoint, so the
 // endpoint must then bind a loopback address, and it answers only requests addressed to a
-// loopback name (a page elsewhere that rebinds its DNS name to 127.0.0.1 gets nothing). Without
-// a write token nobody can write. Tokens are compared in constant time.
+// loopback name (a page elsewhere that rebinds its DNS name to 127.0.0.1 gets nothing), the
+// probes (/healthz, /metrics, which need no token) included. Without a write token nobody can write. Tokens are compared in constant time.
 //
 // Thread safety: const member functions may be called concurrently.
 #include <filesystem>
@@ -59,6 +59,9 @@ public:
     access_role role_of(const http_request& request) const;
     /// Nothing when the request may read; otherwise why not.
     std::optional<access_refusal> refuse_view(const http_request& request) const;
+    /// Nothing when a probe (/healthz, /metrics) may be answered; otherwise why not: without a
+    /// view token, the request must be addressed to a loopback name (421), as for views.
+    std::optional<access_refusal> refuse_probe(const http_request& request) const;
     /// Nothing when the request may request actions; otherwise why not.
     std::optional<access_refusal> refuse_write(const http_request& request) const;
 
@@ -66,9 +69,14 @@ public:
     bool writes_enabled() const noexcept { return tokens_.write.has_value(); }
 
 private:
+    std::optional<access_refusal> refuse_host(const http_request& request) const;
     std::optional<std::string_view> presented(const http_request& request) const;
 
     access_tokens tokens_;
 };
+
+/// The gate of an endpoint's fixed paths (http_endpoint_options::fixed_gate): refuse_probe of
+/// `access` (a copy), as a plain-text answer.
+http_gate probe_gate(const http_access& access);
 
 }  // namespace seqinbox::relay
