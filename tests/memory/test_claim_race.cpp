@@ -218,6 +218,9 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     const timestamp now{};
     const auto removed = store.create_or_get_instance("OrderSequence", "o1", now, now);
     const auto other = store.create_or_get_instance("OrderSequence", "o2", now, now);
+    const timestamp later = now + std::chrono::seconds(1);
+    scan_position marking;
+    BOOST_TEST_REQUIRE(store.mark_expired(later, std::chrono::seconds(0), 10, marking).size() == 2u);  // due for removal
     const claim_key key{"OrderCreated", "c1"};
     auto first = store.begin();
     BOOST_TEST(first.claim({key, removed.id, now}).won);
@@ -232,7 +235,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
         tx.commit();
     });
     BOOST_TEST((driver.step(waiter) == task_status::blocked));
-    BOOST_TEST(store.remove_instance(removed.id, [](const sequence_instance&, std::span<const message_record>) {}));
+    BOOST_TEST(store.remove_instance(removed.id, removal_condition::expired(later), [](const sequence_instance&, std::span<const message_record>) {}));
     holder.commit();
     BOOST_TEST((driver.finish(waiter) == task_status::finished));
     BOOST_TEST(won);
