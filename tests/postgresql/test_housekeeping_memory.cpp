@@ -45,8 +45,11 @@ struct counting_sink {
     }
 };
 
+// AddressSanitizer keeps freed memory in quarantine: the peak then says nothing of the bound.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool measured = false;  // AddressSanitizer keeps freed memory in quarantine
+constexpr bool measured = false;
+#elif defined(__has_feature)
+constexpr bool measured = !__has_feature(address_sanitizer);
 #else
 constexpr bool measured = true;
 #endif

@@ -281,8 +281,10 @@ constexpr const char* closed_key = "COALESCE(closed_at, created_at)";
 }  // namespace
 
 // Per (sequence, retention) group of CLOSED instances, found one index descent each (a loose
-// scan of V8's index): a group's window is one length, so its instances end their window in
-// closing order and the range scan of each stops at the first still inside it. The window: the
+// scan of V8's index, from the end of each group: cleanup deletes at their start, whose dead
+// index entries a descent there would walk until vacuum): a group's window is one length, so its
+// instances end their window in closing order, and the range scan of each, from the scan
+// position on, stops at the first still inside it. The window: the
 // sequence's from the list ($1 names, encode_list; $2 seconds, "60,3600"; the first listed),
 // else the group's retention. The window end (microseconds) is the sort key of the scan
 // position ($4, $5); now $3, limit $6. Times as microseconds, so that no time zone's day enters.
@@ -292,10 +294,10 @@ const named_sql& closed_instances_sql() {
         "closed_instances",
         "WITH RECURSIVE grp(name, retention) AS ("
         "(SELECT name, retain_until - created_at FROM sequence_instance WHERE state = 'CLOSED'"
-        " ORDER BY name, retain_until - created_at LIMIT 1)"
+        " ORDER BY name DESC, retain_until - created_at DESC LIMIT 1)"
         " UNION ALL SELECT n.name, n.retention FROM grp g CROSS JOIN LATERAL (SELECT name, retain_until - created_at AS retention"
-        " FROM sequence_instance WHERE state = 'CLOSED' AND (name, retain_until - created_at) > (g.name, g.retention)"
-        " ORDER BY name, retain_until - created_at LIMIT 1) AS n),"
+        " FROM sequence_instance WHERE state = 'CLOSED' AND (name, retain_until - created_at) < (g.name, g.retention)"
+        " ORDER BY name DESC, retain_until - created_at DESC LIMIT 1) AS n),"
         " windowed AS (SELECT g.name, g.retention, COALESCE((SELECT CAST(w.seconds AS bigint) * 1000000 FROM"
         " unnest(string_to_array($1, ','), string_to_array($2, ',')) WITH ORDINALITY AS w(name, seconds, listed)"
         " WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = g.name ORDER BY w.listed LIMIT 1),"
