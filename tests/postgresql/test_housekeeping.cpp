@@ -62,16 +62,38 @@ void wait_until_alone(soci::session& s) {
 }
 
 /// Rows and index entries of sequence_instance read by the backends that have exited.
-long long instance_rows_read(soci::session& s) {
+long long instance_rows_read(const std::string& conninfo) {
+    soci::session s(soci::postgresql, conninfo);
     wait_until_alone(s);
     return count(s, "SELECT COALESCE(t.seq_tup_read, 0) + COALESCE((SELECT sum(i.idx_tup_read) FROM pg_stat_user_indexes i"
                     " WHERE i.relid = t.relid), 0) FROM pg_stat_user_tables t WHERE t.relname = 'sequence_instance'");
 }
 
 /// Pages of the index `index` read (from the cache or not) by the backends that have exited.
-long long index_pages_read(soci::session& s, const std::string& index) {
+long long index_pages_read(const std::string& conninfo, const std::string& index) {
+    soci::session s(soci::postgresql, conninfo);
     wait_until_alone(s);
     return count(s, "SELECT COALESCE(sum(idx_blks_hit + idx_blks_read), 0) FROM pg_statio_user_indexes WHERE indexrelname = '" + index + "'");
+}
+
+/// Times of the CLOSED instances prepare_closed inserts, as SQL expressions of g (their number).
+struct closed_rows {
+    std::string prefix;  ///< of their context ids
+    long long count = 0;
+    std::string created_at, retain_until, closed_at;
+};
+
+/// Inserts CLOSED instances, alternately of OrderSequence and of Gone (a sequence not listed in
+/// the windows), on a session that has exited when this returns (its own reads are counted).
+void prepare_closed(const std::string& conninfo, const std::vector<closed_rows>& inserts) {
+    soci::session s(soci::postgresql, conninfo);
+    s << "ALTER TABLE sequence_instance SET (autovacuum_enabled = false)";
+    for (const auto& rows : inserts)
+        s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
+             " SELECT CASE WHEN g % 2 = 0 THEN 'OrderSequence' ELSE 'Gone' END, '" + rows.prefix + "-' || g, 'CLOSED', " +
+                 rows.created_at + ", " + rows.retain_until + ", " + rows.closed_at + " FROM generate_series(1, " +
+                 std::to_string(rows.count) + ") AS g";
+    s << "ANALYZE sequence_instance";
 }
 
 const si::forward_waiting ignore_waiting = [](const si::sequence_instance&, std::span<const si::message_record>) {};
@@ -107,22 +129,10 @@ BOOST_AUTO_TEST_CASE(a_closed_cleanup_batch_reads_no_more_rows_than_it_finds) {
     // 20,000 it passes over.
     const auto conninfo = migrated_database();
     const std::vector<si::deduplication_window> windows{{"OrderSequence", 1h}};
-    long long before = 0;
-    {
-        soci::session s(soci::postgresql, conninfo);
-        s << "ALTER TABLE sequence_instance SET (autovacuum_enabled = false)";
-        s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
-             " SELECT CASE WHEN g % 2 = 0 THEN 'OrderSequence' ELSE 'Gone' END, 'young-' || g, 'CLOSED', now() - interval '10 minutes',"
-             " now() + interval '24 hours' - interval '10 minutes', now() - interval '5 minutes' FROM generate_series(1, 20000) AS g";
-        s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
-             " SELECT CASE WHEN g % 2 = 0 THEN 'OrderSequence' ELSE 'Gone' END, 'old-' || g, 'CLOSED', now() - interval '3 days',"
-             " now() - interval '2 days', now() - interval '2 days' FROM generate_series(1, 5) AS g";
-        s << "ANALYZE sequence_instance";
-    }
-    {
-        soci::session s(soci::postgresql, conninfo);  // once the inserts' own reads are counted
-        before = instance_rows_read(s);
-    }
+    prepare_closed(conninfo, {{"young", 20'000, "now() - interval '10 minutes'", "now() + interval '24 hours' - interval '10 minutes'",
+                               "now() - interval '5 minutes'"},
+                              {"old", 5, "now() - interval '3 days'", "now() - interval '2 days'", "now() - interval '2 days'"}});
+    const long long before = instance_rows_read(conninfo);
     std::vector<si::instance_id> found, second;
     {
         pg::store store(options(conninfo));
@@ -130,8 +140,7 @@ BOOST_AUTO_TEST_CASE(a_closed_cleanup_batch_reads_no_more_rows_than_it_finds) {
         found = store.closed_instances(std::chrono::system_clock::now(), windows, 100, after);
         second = store.closed_instances(std::chrono::system_clock::now(), windows, 100, after);
     }
-    soci::session s(soci::postgresql, conninfo);
-    const long long read = instance_rows_read(s) - before;
+    const long long read = instance_rows_read(conninfo) - before;
     BOOST_TEST(found.size() == 5u);
     BOOST_TEST(second.empty());
     BOOST_TEST_MESSAGE("two closed-cleanup batches read " << read << " rows and index entries of sequence_instance");
@@ -146,23 +155,10 @@ BOOST_AUTO_TEST_CASE(closed_cleanup_batches_do_not_walk_the_entries_of_those_del
     const auto conninfo = migrated_database();
     constexpr long long instances = 20'000, batch = 100;
     const std::vector<si::deduplication_window> windows{{"OrderSequence", 1h}};
-    long long before = 0;
-    {
-        soci::session s(soci::postgresql, conninfo);
-        s << "ALTER TABLE sequence_instance SET (autovacuum_enabled = false)";
-        s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
-             " SELECT CASE WHEN g % 2 = 0 THEN 'OrderSequence' ELSE 'Gone' END, 'old-' || g, 'CLOSED', now() - interval '3 days',"
-             " now() - interval '2 days', now() - interval '2 days' + g * interval '1 millisecond' FROM generate_series(1, :n) AS g",
-            soci::use(instances);
-        s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"  // inside their window
-             " SELECT CASE WHEN g % 2 = 0 THEN 'OrderSequence' ELSE 'Gone' END, 'young-' || g, 'CLOSED', now() - interval '1 day',"
-             " now(), now() - interval '5 minutes' FROM generate_series(1, 2000) AS g";
-        s << "ANALYZE sequence_instance";
-    }
-    {
-        soci::session s(soci::postgresql, conninfo);  // once the inserts' own index reads are counted
-        before = index_pages_read(s, "sequence_instance_closed_window");
-    }
+    prepare_closed(conninfo, {{"old", instances, "now() - interval '3 days'", "now() - interval '2 days'",
+                               "now() - interval '2 days' + g * interval '1 millisecond'"},
+                              {"young", 2'000, "now() - interval '1 day'", "now()", "now() - interval '5 minutes'"}});  // inside their window
+    const long long before = index_pages_read(conninfo, "sequence_instance_closed_window");
     long long batches = 0, removed = 0;
     {
         pg::store store(options(conninfo));
@@ -175,8 +171,7 @@ BOOST_AUTO_TEST_CASE(closed_cleanup_batches_do_not_walk_the_entries_of_those_del
             removed += static_cast<long long>(store.remove_instances(found, si::removal_condition::window_passed(now, windows), ignore_waiting));
         }
     }
-    soci::session s(soci::postgresql, conninfo);
-    const long long pages = index_pages_read(s, "sequence_instance_closed_window") - before;
+    const long long pages = index_pages_read(conninfo, "sequence_instance_closed_window") - before;
     BOOST_TEST(removed == instances);
     BOOST_TEST_MESSAGE(batches << " closed-cleanup batches read " << pages << " pages of its index");
     BOOST_TEST(pages < batches * 40);
