@@ -10,7 +10,8 @@
 // Each batch reads on from where the previous one stopped (scan_position), so its cost does not
 // grow with the work done before it. Nothing vanishes silently: before an instance is deleted,
 // each of its WAITING messages goes to the error sink (in the transaction that deletes its
-// batch; a failing sink keeps the whole batch).
+// batch, a bounded page at a time; a failing sink keeps the whole batch). An instance that changed
+// after its job found it (closed meanwhile) is checked again under its lock and kept.
 //
 // Thread-safety: one housekeeper object per thread; any number of them (in any number of
 // processes) may share a store.
@@ -105,11 +106,14 @@ public:
             return left / jobs_left--;
         };
         run_job(closed_cleanup_job, report, report.closed_removed, share_left(), [&](scan_position& after) {
-            return remove_batch(store_->closed_instances(clock_.now(), options_.deduplication_windows, options_.batch_size, after), report);
+            const timestamp now = clock_.now();
+            return remove_batch(store_->closed_instances(now, options_.deduplication_windows, options_.batch_size, after),
+                                removal_condition::window_passed(now, options_.deduplication_windows), report);
         });
         run_job(expiry_marking_job, report, report.marked, share_left(), [&](scan_position& after) { return mark_batch(after); });
         run_job(removal_job, report, report.expired_removed, share_left(), [&](scan_position& after) {
-            return remove_batch(store_->removable_instances(clock_.now(), options_.batch_size, after), report);
+            const timestamp now = clock_.now();
+            return remove_batch(store_->removable_instances(now, options_.batch_size, after), removal_condition::expired(now), report);
         });
         return report;
     }
@@ -170,10 +174,11 @@ private:
         return pause;
     }
 
-    batch_result remove_batch(const std::vector<instance_id>& ids, housekeeping_report& report) {
+    /// Removes the instances `ids` a job found, if `condition` (how it found them) still holds.
+    batch_result remove_batch(const std::vector<instance_id>& ids, const removal_condition& condition, housekeeping_report& report) {
         if (ids.empty()) return {};
         std::size_t forwarded = 0;
-        const std::size_t removed = store_->remove_instances(ids, [&](const sequence_instance& instance, std::span<const message_record> waiting) {
+        const std::size_t removed = store_->remove_instances(ids, condition, [&](const sequence_instance& instance, std::span<const message_record> waiting) {
             forward(instance, waiting);
             forwarded += waiting.size();
         });

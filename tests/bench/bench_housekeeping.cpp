@@ -254,9 +254,10 @@ public:
     }
 
     /// Counted in the batch of the job whose query found `ids`.
-    std::size_t remove_instances(std::span<const instance_id> ids, const seqinbox::forward_waiting& forward) {
+    std::size_t remove_instances(std::span<const instance_id> ids, const seqinbox::removal_condition& condition,
+                                 const seqinbox::forward_waiting& forward) {
         const auto started = clock_type::now();
-        const std::size_t removed = pg::store::remove_instances(ids, forward);
+        const std::size_t removed = pg::store::remove_instances(ids, condition, forward);
         batches_[at(finding_)].back().ms += ms_since(started);
         return removed;
     }

@@ -218,6 +218,9 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
     const timestamp now{};
     const auto removed = store.create_or_get_instance("OrderSequence", "o1", now, now);
     const auto other = store.create_or_get_instance("OrderSequence", "o2", now, now);
+    const timestamp later = now + std::chrono::seconds(1);
+    scan_position marking;
+    BOOST_TEST_REQUIRE(store.mark_expired(later, std::chrono::seconds(0), 10, marking).size() == 2u);  // due for removal
     const claim_key key{"OrderCreated", "c1"};
     auto first = store.begin();
     BOOST_TEST(first.claim({key, removed.id, now}).won);
@@ -232,7 +235,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_removes_an_instance_while_a_transaction_waits_
         tx.commit();
     });
     BOOST_TEST((driver.step(waiter) == task_status::blocked));
-    BOOST_TEST(store.remove_instance(removed.id, [](const sequence_instance&, std::span<const message_record>) {}));
+    BOOST_TEST(store.remove_instance(removed.id, removal_condition::expired(later), [](const sequence_instance&, std::span<const message_record>) {}));
     holder.commit();
     BOOST_TEST((driver.finish(waiter) == task_status::finished));
     BOOST_TEST(won);
@@ -323,4 +326,33 @@ BOOST_AUTO_TEST_CASE(a_lost_claim_holds_no_lock_while_its_transaction_goes_on) {
     batch.commit();
     BOOST_TEST((driver.finish(deleter) == task_status::finished));
     BOOST_TEST(!memory::testing::has_claim(store, key));
+}
+
+BOOST_AUTO_TEST_CASE(a_close_committed_while_removal_waits_for_the_instance_keeps_it) {
+    // The removal job found the instance expired; a consumer holding its lock closes it, and the
+    // removal, which waited for that lock, checks again and keeps it (its window now applies).
+    memory::store store;
+    memory::step_driver driver{store};
+    const timestamp now{};
+    const auto instance = store.create_or_get_instance("OrderSequence", "o1", now, now);
+    const timestamp later = now + std::chrono::seconds(1);
+    scan_position marking, finding;
+    BOOST_TEST_REQUIRE(store.mark_expired(later, std::chrono::seconds(0), 10, marking).size() == 1u);
+    const auto found = store.removable_instances(later, 10, finding);
+    BOOST_TEST_REQUIRE(found.size() == 1u);
+
+    auto closing = store.begin();
+    closing.lock_instance(instance.id);
+    std::size_t removed = 99;
+    auto remover = driver.spawn("R", [&] {
+        removed = store.remove_instances(found, removal_condition::expired(later), [](const sequence_instance&, std::span<const message_record>) {});
+    });
+    BOOST_TEST((driver.step(remover) == task_status::blocked));
+    closing.close_instance(instance.id, later);
+    closing.commit();
+    BOOST_TEST((driver.finish(remover) == task_status::finished));
+    BOOST_TEST(removed == 0u);
+    const auto kept = store.find_instance("OrderSequence", "o1");
+    BOOST_TEST_REQUIRE(kept.has_value());
+    BOOST_TEST((kept->state == instance_state::closed));
 }

@@ -36,4 +36,11 @@ inline long long create_instance(soci::session& session, const std::string& name
     return id;
 }
 
+/// Makes instance `id` due for removal, as the expiry marking would; removal_condition::expired
+/// at the current time then holds for it.
+inline void mark_due_for_removal(const std::string& conninfo, long long id) {
+    soci::session s(soci::postgresql, conninfo);
+    s << "UPDATE sequence_instance SET remove_after = now() - interval '1 second' WHERE id = :id", soci::use(id);
+}
+
 }  // namespace seqinbox::test

@@ -252,7 +252,9 @@ BOOST_AUTO_TEST_CASE(an_instance_removed_meanwhile_makes_the_batch_retryable_and
     const auto kept = instance("o-1"), doomed = instance("o-2");
     {
         pg::store other(options());
-        BOOST_TEST_REQUIRE(other.remove_instance(doomed, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+        seqinbox::test::mark_due_for_removal(conninfo, doomed);
+        BOOST_TEST_REQUIRE(other.remove_instance(doomed, si::removal_condition::expired(std::chrono::system_clock::now()),
+                                                 [](const si::sequence_instance&, std::span<const si::message_record>) {}));
     }
     auto tx = store.begin();
     const std::vector<si::claim_request> requests{request("OrderCreated", "a", kept), request("OrderCreated", "b", doomed)};

@@ -416,7 +416,9 @@ namespace {
 void remove_elsewhere(const store_fixture& f, const std::string& context_id) {
     pg::store other(f.options(2));
     const auto doomed = f.instance(other, context_id);
-    BOOST_TEST_REQUIRE(other.remove_instance(doomed.id, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+    seqinbox::test::mark_due_for_removal(f.conninfo, doomed.id);
+    BOOST_TEST_REQUIRE(other.remove_instance(doomed.id, si::removal_condition::expired(std::chrono::system_clock::now()),
+                                             [](const si::sequence_instance&, std::span<const si::message_record>) {}));
 }
 
 }  // namespace
@@ -506,7 +508,9 @@ BOOST_AUTO_TEST_CASE(a_lost_connection_clears_the_instance_cache) {
 BOOST_AUTO_TEST_CASE(housekeeping_in_this_store_forgets_the_removed_instance) {
     pg::store store(options());
     const auto removed = instance(store, "o-1");
-    BOOST_TEST_REQUIRE(store.remove_instance(removed.id, [](const si::sequence_instance&, std::span<const si::message_record>) {}));
+    seqinbox::test::mark_due_for_removal(conninfo, removed.id);
+    BOOST_TEST_REQUIRE(store.remove_instance(removed.id, si::removal_condition::expired(std::chrono::system_clock::now()),
+                                             [](const si::sequence_instance&, std::span<const si::message_record>) {}));
     const auto before = round_trips(store);
     BOOST_TEST(instance(store, "o-1").id != removed.id);
     BOOST_TEST(round_trips(store) - before == 1u);

@@ -61,9 +61,9 @@ public:
 
     transaction begin() { return transaction(memory::store::begin()); }
 
-    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward) {
-        if constexpr (Defect != planted_defect::removal_drops_waiting) return memory::store::remove_instances(ids, forward);
-        return memory::store::remove_instances(ids, [&](const sequence_instance& instance, std::span<const message_record>) {
+    std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
+        if constexpr (Defect != planted_defect::removal_drops_waiting) return memory::store::remove_instances(ids, condition, forward);
+        return memory::store::remove_instances(ids, condition, [&](const sequence_instance& instance, std::span<const message_record>) {
             forward(instance, {});
         });
     }

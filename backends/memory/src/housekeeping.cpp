@@ -49,15 +49,12 @@ bool sorts_after(timestamp key, instance_id id, const scan_position& after) { re
 
 std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
                                                  scan_position& after) const {
-    auto window_passed = [&](const instance_row& r) {
-        const auto declared = std::ranges::find(windows, r.row.sequence, &deduplication_window::sequence);
-        const auto window = declared != windows.end() ? declared->window : r.row.retain_until - r.row.created_at;
-        return r.closed_at.value_or(r.row.created_at) + window <= now;
-    };
-    auto ids = instances_where(limit, [&](const instance_row& r) {
-        return r.row.id > after.id && r.row.state == instance_state::closed && window_passed(r);
-    }, [](const instance_row& r) { return r.row.id; });
-    if (!ids.empty()) after.id = ids.back();
+    auto window_end = [&](const instance_row& r) { return closed_window_end(r.row, r.closed_at, windows); };
+    std::lock_guard lock(mutex_);
+    auto ids = instances_where_locked(limit, [&](const instance_row& r) {
+        return r.row.state == instance_state::closed && window_end(r) <= now && sorts_after(window_end(r), r.row.id, after);
+    }, window_end);
+    if (!ids.empty()) after = {window_end(instances_.at(ids.back())), ids.back()};
     return ids;
 }
 
@@ -97,25 +94,56 @@ bool store::referenced(instance_id id) const {
     });
 }
 
-std::size_t store::remove_instances(std::span<const instance_id> ids, const forward_waiting& forward) {
+namespace {
+
+/// The bytes of a record that count towards forward_page_bytes.
+std::size_t record_size(const message_record& m) {
+    if (!m.payload) return 0;
+    const auto length = [](const record_bytes& bytes) { return bytes ? bytes->size() : 0; };
+    std::size_t size = length(m.payload->key) + length(m.payload->value);
+    for (const auto& h : m.payload->headers) size += h.name.size() + h.value.size();
+    return size;
+}
+
+}  // namespace
+
+std::size_t store::remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
     yield_point("instance.remove");
     lock_guard lock(mutex_);
     wait_while(lock, nullptr, "instance.remove", [&] { return std::ranges::any_of(ids, [&](instance_id id) { return referenced(id); }); });
-    std::vector<instance_id> existing;
-    std::ranges::copy_if(ids, std::back_inserter(existing), [&](instance_id id) { return instances_.contains(id); });
-    std::ranges::sort(existing);
-    existing.erase(std::ranges::unique(existing).begin(), existing.end());
+    // Checked once no transaction holds them: one closed meanwhile is kept, as in PostgreSQL.
+    std::vector<instance_id> removable;
+    std::ranges::copy_if(ids, std::back_inserter(removable), [&](instance_id id) {
+        const auto it = instances_.find(id);
+        return it != instances_.end() && condition.holds(it->second.row, it->second.closed_at);
+    });
+    std::ranges::sort(removable);
+    removable.erase(std::ranges::unique(removable).begin(), removable.end());
     // Under the store's mutex: no writer can slip in before the deletes; a throw keeps them all.
-    for (instance_id id : existing) {
-        const auto& instance = instances_.at(id);
-        std::vector<message_record> waiting;
-        for (message_id m : instance.messages)
-            if (const auto* row = committed_message(m); row != nullptr && row->state == message_state::waiting) waiting.push_back(row->record(m));
-        forward(instance.row, waiting);
+    for (instance_id id : removable) forward_waiting_of(instances_.at(id), forward);
+    for (instance_id id : removable) erase_instance(instances_.find(id));
+    if (!removable.empty()) flush_wal();
+    return removable.size();
+}
+
+// Pages bounded as in PostgreSQL, so that a sink sees the same calls from both stores.
+void store::forward_waiting_of(const instance_row& instance, const forward_waiting& forward) const {
+    std::vector<message_record> page;
+    std::size_t page_bytes = 0;
+    for (message_id m : instance.messages) {
+        const auto* row = committed_message(m);
+        if (row == nullptr || row->state != message_state::waiting) continue;
+        auto record = row->record(m);
+        const std::size_t size = record_size(record);
+        if (!page.empty() && (page.size() == forward_page_rows || page_bytes + size > forward_page_bytes)) {
+            forward(instance.row, page);
+            page.clear();
+            page_bytes = 0;
+        }
+        page_bytes += size;
+        page.push_back(std::move(record));
     }
-    for (instance_id id : existing) erase_instance(instances_.find(id));
-    if (!existing.empty()) flush_wal();
-    return existing.size();
+    if (!page.empty()) forward(instance.row, page);
 }
 
 void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {

@@ -2,6 +2,7 @@
 // instances, and removing an instance with its rows.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -100,11 +101,11 @@ std::vector<instance_id> store::closed_instances(timestamp now, std::span<const 
         seconds += (seconds.empty() ? "" : ",") + std::to_string(w.window.count());
     }
     const auto found = autocommitted_statement("finding closed instances past their deduplication window", detail::closed_instances_sql(),
-                                               {position_id(after), detail::encode_list(names), seconds, detail::microseconds_text(now),
-                                                std::to_string(limit)});
+                                               {detail::encode_list(names), seconds, detail::microseconds_text(now),
+                                                detail::microseconds_text(after.key), position_id(after), std::to_string(limit)});
     std::vector<instance_id> ids;
     for (int i = 0; i < found.rows(); ++i) ids.push_back(found.number(i, 0));
-    if (!ids.empty()) after.id = ids.back();
+    if (!ids.empty()) after = {detail::from_microseconds(found.number(found.rows() - 1, 1)), ids.back()};
     return ids;
 }
 
@@ -127,30 +128,72 @@ std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::s
     return marked;
 }
 
-// Locks in id order, as the engine takes instance locks, so that a batch never waits for a
-// consumer in a cycle; the waiting messages are read once the locks are granted, in the same
-// round trip. The messages and claims go by the cascade of the instance rows.
-std::size_t store::remove_instances(std::span<const instance_id> ids, const forward_waiting& forward) {
-    if (ids.empty()) return 0;
-    const std::string listed = id_array(ids);
-    auto tx = begin();
-    std::size_t lock = 0, rows = 0;
-    const auto answers = batch_in(tx, "locking instances to remove them", [&](detail::pipeline& batch) {
-        lock = batch.statement(detail::instances_lock_for_removal_sql(), {listed});
-        rows = batch.statement(detail::waiting_messages_of_instances_sql(), {listed});
-    });
-    const auto locked = instances_of(answers.at(lock));
-    const auto waiting = detail::waiting_rows(answers.at(rows));
-    if (locked.empty()) return 0;  // gone already; `tx` rolls back
-    for (const auto& instance : locked) {
-        const auto first = std::ranges::find(waiting, instance.id, &message_record::instance);
-        const auto last = std::find_if(first, waiting.end(), [&](const message_record& m) { return m.instance != instance.id; });
-        forward(instance, std::span<const message_record>(first, last));
+namespace {
+
+/// The locked instances for which `condition` holds, read from instances_lock_for_removal_sql.
+std::vector<sequence_instance> still_removable(const detail::result& locked, const removal_condition& condition) {
+    constexpr int closed_at_column = 7;
+    std::vector<sequence_instance> kept;
+    for (int i = 0; i < locked.rows(); ++i) {
+        auto instance = detail::instance_row(locked, i);
+        std::optional<timestamp> closed_at;
+        if (!locked.null(i, closed_at_column)) closed_at = detail::from_microseconds(locked.number(i, closed_at_column));
+        if (condition.holds(instance, closed_at)) kept.push_back(std::move(instance));
     }
+    return kept;
+}
+
+}  // namespace
+
+// Locks in id order, as the engine takes instance locks, so that a batch never waits for a
+// consumer in a cycle; the condition is checked on the rows as locked (FOR UPDATE returns the
+// latest version, so a close committed while this waited is seen). The messages and claims go by
+// the cascade of the instance rows.
+std::size_t store::remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
+    if (ids.empty()) return 0;
+    auto tx = begin();
+    std::size_t lock = 0;  // the answer's index: a BEGIN may come first
+    const auto locked = batch_in(tx, "locking instances to remove them", [&](detail::pipeline& batch) {
+        lock = batch.statement(detail::instances_lock_for_removal_sql(), {id_array(ids)});
+    });
+    const auto removable = still_removable(locked.at(lock), condition);
+    if (removable.empty()) return 0;  // gone or changed; `tx` rolls back
+    std::vector<instance_id> removable_ids;
+    for (const auto& instance : removable) removable_ids.push_back(instance.id);
+    const std::string listed = id_array(removable_ids);
+    forward_waiting_pages(tx, listed, removable, forward);
     batch_in(tx, "removing instances", [&](detail::pipeline& batch) { batch.statement(detail::instances_delete_sql(), {listed}); });
     tx.commit();
-    for (const auto& instance : locked) pool_->instances().forget(instance.id);
-    return locked.size();
+    for (instance_id id : removable_ids) pool_->instances().forget(id);
+    return removable_ids.size();
+}
+
+// One page in memory at a time: its result and its decoded rows, forwarded before the next is
+// read. A page that took every candidate, fewer than a page's rows, is the last.
+void store::forward_waiting_pages(transaction& tx, const std::string& listed, std::span<const sequence_instance> instances,
+                                  const forward_waiting& forward) {
+    constexpr int candidates_column = 14;
+    instance_id after_instance = 0;
+    message_id after_message = 0;
+    for (bool more = true; more;) {
+        std::size_t read = 0;
+        const auto page = batch_in(tx, "reading the waiting messages of instances to remove", [&](detail::pipeline& batch) {
+            read = batch.statement(detail::waiting_messages_page_sql(), {listed, std::to_string(after_instance), std::to_string(after_message),
+                                                                 std::to_string(forward_page_rows), std::to_string(forward_page_bytes)});
+        });
+        const auto& rows = page.at(read);
+        if (rows.rows() == 0) return;
+        const auto candidates = static_cast<std::size_t>(rows.number(0, candidates_column));
+        more = candidates == forward_page_rows || static_cast<std::size_t>(rows.rows()) < candidates;
+        const auto waiting = detail::waiting_rows(rows);
+        for (auto first = waiting.begin(); first != waiting.end();) {
+            const auto last = std::find_if(first, waiting.end(), [&](const message_record& m) { return m.instance != first->instance; });
+            forward(*std::ranges::find(instances, first->instance, &sequence_instance::id), std::span<const message_record>(first, last));
+            first = last;
+        }
+        after_instance = waiting.back().instance;
+        after_message = waiting.back().id;
+    }
 }
 
 }  // namespace seqinbox::postgresql

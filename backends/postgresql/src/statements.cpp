@@ -272,16 +272,41 @@ std::string after_position(std::string_view column, int key, int id) {
 
 }  // namespace
 
-// By id through the partial index of CLOSED rows (V7). The sequence's window from the list, else
-// the instance's own retention; a CLOSED row without closed_at (not written by seqinbox) counts
-// from its creation.
+namespace {
+
+/// When a CLOSED instance's window starts: its closing, or its creation for a row closed
+/// without that time (not written by seqinbox). As in the index of V8.
+constexpr const char* closed_key = "COALESCE(closed_at, created_at)";
+
+}  // namespace
+
+// Per (sequence, retention) group of CLOSED instances, found one index descent each (a loose
+// scan of V8's index, from the end of each group: cleanup deletes at their start, whose dead
+// index entries a descent there would walk until vacuum): a group's window is one length, so its
+// instances end their window in closing order, and the range scan of each, from the scan
+// position on, stops at the first still inside it. The window: the
+// sequence's from the list ($1 names, encode_list; $2 seconds, "60,3600"; the first listed),
+// else the group's retention. The window end (microseconds) is the sort key of the scan
+// position ($4, $5); now $3, limit $6. Times as microseconds, so that no time zone's day enters.
 const named_sql& closed_instances_sql() {
+    static const std::string key = std::string("(") + closed_key + ")";
     static const named_sql s = named(
         "closed_instances",
-        "SELECT id FROM sequence_instance WHERE state = 'CLOSED' AND id > $1 AND COALESCE(closed_at, created_at) + COALESCE((SELECT"
-        " CAST(w.seconds AS bigint) * INTERVAL '1 second' FROM unnest(string_to_array($2, ','), string_to_array($3, ',')) AS"
-        " w(name, seconds) WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = sequence_instance.name), retain_until - created_at) <= " +
-            sql_timestamp("$4") + " ORDER BY id LIMIT $5");
+        "WITH RECURSIVE grp(name, retention) AS ("
+        "(SELECT name, retain_until - created_at FROM sequence_instance WHERE state = 'CLOSED'"
+        " ORDER BY name DESC, retain_until - created_at DESC LIMIT 1)"
+        " UNION ALL SELECT n.name, n.retention FROM grp g CROSS JOIN LATERAL (SELECT name, retain_until - created_at AS retention"
+        " FROM sequence_instance WHERE state = 'CLOSED' AND (name, retain_until - created_at) < (g.name, g.retention)"
+        " ORDER BY name DESC, retain_until - created_at DESC LIMIT 1) AS n),"
+        " windowed AS (SELECT g.name, g.retention, COALESCE((SELECT CAST(w.seconds AS bigint) * 1000000 FROM"
+        " unnest(string_to_array($1, ','), string_to_array($2, ',')) WITH ORDINALITY AS w(name, seconds, listed)"
+        " WHERE convert_from(decode(w.name, 'hex'), 'UTF8') = g.name ORDER BY w.listed LIMIT 1),"
+        " CAST(extract(epoch FROM g.retention) * 1000000 AS bigint)) AS window_us FROM grp g)"
+        " SELECT f.id, f.window_end FROM windowed g CROSS JOIN LATERAL (SELECT i.id, " + sql_microseconds(key) +
+            " + g.window_us AS window_end FROM sequence_instance i WHERE i.state = 'CLOSED' AND i.name = g.name"
+            " AND i.retain_until - i.created_at = g.retention AND " + key + " <= " + sql_timestamp("(CAST($3 AS bigint) - g.window_us)") +
+            " AND (" + key + ", i.id) > (" + sql_timestamp("(CAST($4 AS bigint) - g.window_us)") + ", CAST($5 AS bigint))"
+            " ORDER BY " + key + ", i.id LIMIT $6) AS f ORDER BY f.window_end, f.id LIMIT $6");
     return s;
 }
 
@@ -307,7 +332,8 @@ const named_sql& expired_instances_mark_sql() {
 }
 
 const named_sql& instances_lock_for_removal_sql() {
-    static const named_sql s = named("instances_lock_for_removal", "SELECT " + instance_columns_sql() +
+    static const named_sql s = named("instances_lock_for_removal", "SELECT " + instance_columns_sql() + ", " +
+                                                                       sql_microseconds("closed_at") +
                                                                        " FROM sequence_instance WHERE id = ANY (CAST($1 AS bigint[]))"
                                                                        " ORDER BY id FOR UPDATE");
     return s;
@@ -318,11 +344,21 @@ const named_sql& instances_delete_sql() {
     return s;
 }
 
-const named_sql& waiting_messages_of_instances_sql() {
-    static const named_sql s = named("waiting_messages_of_instances",
-                                     "SELECT " + waiting_message_columns() +
-                                         ", m.sequence_instance_id FROM sequenced_message m WHERE m.sequence_instance_id = ANY (CAST($1 AS bigint[]))"
-                                         " AND m.state = 'WAITING' ORDER BY m.sequence_instance_id, m.id");
+// Per instance (in id order) a range scan of V8's index of WAITING rows: no page sorts the
+// instance's other rows. Of the first $4 candidates, the page is those within $5 bytes (the
+// first one always); sizes come from the stored lengths, and the values of the rows past the
+// budget are never read.
+const named_sql& waiting_messages_page_sql() {
+    static const named_sql s = named(
+        "waiting_messages_page",
+        "SELECT " + waiting_message_columns() + ", m.sequence_instance_id, m.candidates FROM (SELECT c.*, sum(c.size) OVER"
+        " (ORDER BY c.sequence_instance_id, c.id ROWS UNBOUNDED PRECEDING) AS upto, count(*) OVER () AS candidates FROM (SELECT f.* FROM"
+        " (SELECT DISTINCT unnest(CAST($1 AS bigint[]))) AS w(instance) CROSS JOIN LATERAL (SELECT r.*,"
+        " COALESCE(octet_length(r.key), 0) + COALESCE(octet_length(r.value), 0) + COALESCE(octet_length(r.record_headers), 0) AS size"
+        " FROM sequenced_message r WHERE r.sequence_instance_id = w.instance AND r.state = 'WAITING'"
+        " AND (r.sequence_instance_id, r.id) > (CAST($2 AS bigint), CAST($3 AS bigint)) ORDER BY r.id LIMIT $4) AS f"
+        " WHERE w.instance >= CAST($2 AS bigint) ORDER BY f.sequence_instance_id, f.id LIMIT $4) AS c) AS m"
+        " WHERE m.upto <= CAST($5 AS bigint) OR m.upto = m.size ORDER BY m.sequence_instance_id, m.id");
     return s;
 }
 

@@ -77,21 +77,24 @@ constexpr int action_target_state_column = 14;
 /// columns, then the instance id; by id.
 const named_sql& waiting_messages_batch_sql();
 // Housekeeping (housekeeping.cpp): each reads on from a scan position (key as microseconds, id).
-/// CLOSED instances past their window: ids after $1, sequence names ($2, encode_list) with their
-/// windows in seconds ($3, "60,3600"), now ($4), limit ($5): id.
+/// CLOSED instances past their window, by window end: sequence names ($1, encode_list) with their
+/// windows in seconds ($2, "60,3600"), now ($3), after ($4 window end, $5 id), limit ($6): id,
+/// window end.
 const named_sql& closed_instances_sql();
 /// OPEN instances to remove at $1, after ($2, $3), limit $4: instance_columns_sql().
 const named_sql& removable_instances_sql();
 /// Marks OPEN instances past retain_until at $2 with delay $1 seconds, after ($3, $4), limit $5,
 /// skipping locked ones: instance_columns_sql() as marked.
 const named_sql& expired_instances_mark_sql();
-/// Locks the instances (ids: array_literal) in id order: instance_columns_sql().
+/// Locks the instances (ids: array_literal) in id order: instance_columns_sql(), closed at.
 const named_sql& instances_lock_for_removal_sql();
 /// Deletes the instances (ids: array_literal) with, by cascade, their messages and claims.
 const named_sql& instances_delete_sql();
-/// Every WAITING row of the instances (ids: array_literal): the columns of
-/// waiting_messages_batch_sql; by instance, then id.
-const named_sql& waiting_messages_of_instances_sql();
+/// A page of the WAITING rows of the instances (ids: array_literal) after ($2 instance, $3 id), by
+/// instance then id: of the next $4 rows (the candidates), those within $5 bytes of keys, values
+/// and headers, and at least one. The columns of waiting_messages_batch_sql, then how many
+/// candidates there were (fewer than $4, all taken: the last page).
+const named_sql& waiting_messages_page_sql();
 
 /// Columns of a sequence_instance row.
 struct instance_columns {

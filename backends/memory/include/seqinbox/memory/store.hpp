@@ -106,9 +106,11 @@ public:
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after) const;
     /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
     std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
-    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward);
+    std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward);
     /// remove_instances of one: whether it was deleted.
-    bool remove_instance(instance_id id, const forward_waiting& forward) { return remove_instances({&id, 1}, forward) == 1; }
+    bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
+        return remove_instances({&id, 1}, condition, forward) == 1;
+    }
 
     // ---- read views (seqinbox::view_store; src/views.cpp) ----
     std::vector<instance_count> instance_counts() const;
@@ -230,6 +232,8 @@ private:
     std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const;
     /// The cascade of deleting an instance, with its messages, claims and requests.
     void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
+    /// Calls `forward` with the committed WAITING messages of `instance`, in bounded pages.
+    void forward_waiting_of(const instance_row& instance, const forward_waiting& forward) const;
 
     /// Ids of up to `limit` instances matching `pick`, ordered by `order_by`; the mutex is held.
     template <class Pick, class OrderBy>

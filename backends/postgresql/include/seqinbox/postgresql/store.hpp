@@ -133,10 +133,12 @@ public:
                                               scan_position& after);
     std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after);
-    /// One transaction, a handful of round trips whatever the number of instances.
-    std::size_t remove_instances(std::span<const instance_id> ids, const forward_waiting& forward);
+    /// One transaction, a handful of round trips, and a round trip per page of WAITING messages.
+    std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward);
     /// remove_instances of one: whether it was deleted.
-    bool remove_instance(instance_id id, const forward_waiting& forward) { return remove_instances({&id, 1}, forward) == 1; }
+    bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
+        return remove_instances({&id, 1}, condition, forward) == 1;
+    }
 
     /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
@@ -195,6 +197,10 @@ private:
     /// `sql` with `params` (text, nullopt for NULL) as one autocommitted statement.
     detail::result autocommitted_statement(std::string_view doing, const detail::named_sql& sql,
                                            std::vector<std::optional<std::string>> params);
+    /// Calls `forward` with the WAITING messages of `instances` (ids `listed`: array_literal) in
+    /// `tx`, page by page (forward_page_rows, forward_page_bytes).
+    static void forward_waiting_pages(transaction& tx, const std::string& listed, std::span<const sequence_instance> instances,
+                                      const forward_waiting& forward);
     // Read views (src/views.cpp).
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
     /// The instance's view with `page` of its messages read in `tx`, which it commits.
