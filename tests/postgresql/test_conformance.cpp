@@ -10,3 +10,4 @@ using backends = boost::mpl::list<seqinbox::conformance::postgresql_backend>;
 
 #include "conformance/behaviour.hpp"
 #include "conformance/batch_behaviour.hpp"
+#include "conformance/action_requests.hpp"

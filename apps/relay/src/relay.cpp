@@ -343,14 +343,14 @@ private:
         while (!stopping_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 
-    /// Runs `job`; /healthz tells each job's last run ("jobs: housekeeping: ...").
+    /// Runs `job`; /healthz tells whether the last job run, of either job, reached the database.
     template <class Job>
     void run_job(const std::string& name, Job job) {
         try {
             job();
-            health_.fine("jobs: " + name);
+            health_.fine("jobs");
         } catch (const std::exception& e) {
-            health_.failing("jobs: " + name, e.what());
+            health_.failing("jobs", name + ": " + e.what());
             note(log_level::error, name + ": " + e.what());
         }
     }
