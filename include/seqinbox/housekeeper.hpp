@@ -17,6 +17,7 @@
 //
 // Thread-safety: one housekeeper object per thread (run_once's stop token may be requested from
 // any thread); any number of them (in any number of processes) may share a store.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -186,7 +187,8 @@ private:
         report.stopped = true;
     }
 
-    /// Waits for the pace after a batch that took `busy`, or until `stop`; returns the pause.
+    /// Waits for the pace after a batch that took `busy`, or until `stop`; returns the pause (cut
+    /// short by a stop).
     std::chrono::nanoseconds pause_after(std::chrono::nanoseconds busy, const std::stop_token& stop) const {
         if (options_.work_share >= 1) return std::chrono::nanoseconds::zero();
         const auto pause = std::chrono::duration_cast<std::chrono::nanoseconds>(busy * ((1 - options_.work_share) / options_.work_share));
@@ -195,7 +197,7 @@ private:
         std::condition_variable_any woken;
         std::unique_lock lock(mutex);
         woken.wait_for(lock, stop, pause, [&] { return stop.stop_requested(); });
-        return std::chrono::steady_clock::now() - started;
+        return std::min<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started, pause);  // the pace's, not the timer's slack
     }
 
     batch_result remove_batch(const std::vector<instance_id>& ids, housekeeping_report& report) {
