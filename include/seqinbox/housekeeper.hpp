@@ -13,14 +13,20 @@
 // batch, a bounded page at a time; a failing sink keeps the whole batch). An instance that changed
 // after its job found it (closed meanwhile) is checked again under its lock and kept.
 //
-// Thread-safety: one housekeeper object per thread; any number of them (in any number of
-// processes) may share a store.
+// A run can be stopped (run_once's stop token): it ends between two batches, a pause of the pace
+// included, and reports itself incomplete; the next run resumes.
+//
+// Thread-safety: one housekeeper object per thread (run_once's stop token may be requested from
+// any thread); any number of them (in any number of processes) may share a store.
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,7 +74,7 @@ struct housekeeping_job_run {
     std::chrono::nanoseconds paused{0};  ///< of `took`, the pauses of the pace
     std::size_t rows = 0;                ///< instances deleted (cleanup, removal) or marked (marking)
     std::size_t batches = 0;
-    bool complete = true;  ///< false: its share of max_duration ended with work left
+    bool complete = true;  ///< false: its share of max_duration ended, or a stop came, with work left
 };
 
 struct housekeeping_report {
@@ -78,7 +84,8 @@ struct housekeeping_report {
     std::size_t expired_removed = 0;  ///< instances deleted after their remove_after
     std::size_t forwarded = 0;        ///< WAITING messages sent to the error sink first
     std::vector<std::string> skipped;  ///< jobs another service instance was running
-    bool complete = true;              ///< false: a job stopped at its share of max_duration with work left
+    bool complete = true;              ///< false: a job stopped at its share of max_duration, or on request, with work left
+    bool stopped = false;              ///< a stop request ended the run early (complete is false then)
 };
 
 template <class Store, class ErrorSink, class Clock = clock::system_clock, class Logger = logger::null_logger>
@@ -98,20 +105,22 @@ public:
         : store_(&store), sink_(&sink), options_(checked(std::move(options))), clock_(std::move(clock)), logger_(std::move(logger)) {}
 
     /// Runs the three jobs once, each within its share of max_duration (at least one batch).
-    housekeeping_report run_once() {
+    /// Once `stop` is requested the run ends after the batch in progress (a pause ends at once)
+    /// and the jobs not started yet do not start: complete and stopped say so.
+    housekeeping_report run_once(std::stop_token stop = {}) {
         housekeeping_report report;
         const timestamp deadline = clock_.now() + options_.max_duration;
         auto share_left = [&, jobs_left = 3]() mutable {
             const auto left = std::max(deadline - clock_.now(), timestamp::duration::zero());
             return left / jobs_left--;
         };
-        run_job(closed_cleanup_job, report, report.closed_removed, share_left(), [&](scan_position& after) {
+        run_job(closed_cleanup_job, report, report.closed_removed, share_left(), stop, [&](scan_position& after) {
             const timestamp now = clock_.now();
             return remove_batch(store_->closed_instances(now, options_.deduplication_windows, options_.batch_size, after),
                                 removal_condition::window_passed(now, options_.deduplication_windows), report);
         });
-        run_job(expiry_marking_job, report, report.marked, share_left(), [&](scan_position& after) { return mark_batch(after); });
-        run_job(removal_job, report, report.expired_removed, share_left(), [&](scan_position& after) {
+        run_job(expiry_marking_job, report, report.marked, share_left(), stop, [&](scan_position& after) { return mark_batch(after); });
+        run_job(removal_job, report, report.expired_removed, share_left(), stop, [&](scan_position& after) {
             const timestamp now = clock_.now();
             return remove_batch(store_->removable_instances(now, options_.batch_size, after), removal_condition::expired(now), report);
         });
@@ -134,11 +143,16 @@ private:
         return o;
     }
 
-    /// Runs `batch` (given the job's scan position) until a batch finds less than a full one or
-    /// the job's `share` of the run has passed; paces between batches. `total` is the report's
-    /// count of what the job does.
+    /// Runs `batch` (given the job's scan position) until a batch finds less than a full one, the
+    /// job's `share` of the run has passed or `stop` is requested; paces between batches.
+    /// `total` is the report's count of what the job does.
     template <class Batch>
-    void run_job(const char* job, housekeeping_report& report, std::size_t& total, timestamp::duration share, Batch batch) {
+    void run_job(const char* job, housekeeping_report& report, std::size_t& total, timestamp::duration share, const std::stop_token& stop,
+                 Batch batch) {
+        if (stop.stop_requested()) {
+            stopped(report);
+            return;
+        }
         auto held = store_->try_lock_job(std::string("seqinbox.") + job);
         if (!held) {
             report.skipped.emplace_back(job);
@@ -159,19 +173,35 @@ private:
                 log(log_level::info, [&] { return std::string("housekeeping job ") + job + " reached its share of the maximum duration; the next run resumes"; });
                 break;
             }
-            if (more) run.paused += pause_after(std::chrono::steady_clock::now() - batch_started);
+            if (more) run.paused += pause_after(std::chrono::steady_clock::now() - batch_started, stop);
+            if (more && stop.stop_requested()) {
+                run.complete = false;
+                stopped(report);
+                log(log_level::info, [&] { return std::string("housekeeping job ") + job + " stopped on request; the next run resumes"; });
+                break;
+            }
         }
         total += run.rows;
         run.took = std::chrono::steady_clock::now() - started;
         report.jobs.push_back(std::move(run));
     }
 
-    /// Sleeps for the pace after a batch that took `busy`; returns the pause.
-    std::chrono::nanoseconds pause_after(std::chrono::nanoseconds busy) const {
+    static void stopped(housekeeping_report& report) {
+        report.complete = false;
+        report.stopped = true;
+    }
+
+    /// Waits for the pace after a batch that took `busy`, or until `stop`; returns the pause (cut
+    /// short by a stop).
+    std::chrono::nanoseconds pause_after(std::chrono::nanoseconds busy, const std::stop_token& stop) const {
         if (options_.work_share >= 1) return std::chrono::nanoseconds::zero();
         const auto pause = std::chrono::duration_cast<std::chrono::nanoseconds>(busy * ((1 - options_.work_share) / options_.work_share));
-        std::this_thread::sleep_for(pause);
-        return pause;
+        const auto started = std::chrono::steady_clock::now();
+        std::mutex mutex;  // the wait's own: only the stop request wakes it
+        std::condition_variable_any woken;
+        std::unique_lock lock(mutex);
+        woken.wait_for(lock, stop, pause, [&] { return stop.stop_requested(); });
+        return std::min<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started, pause);  // the pace's, not the timer's slack
     }
 
     /// Removes the instances `ids` a job found, if `condition` (how it found them) still holds.

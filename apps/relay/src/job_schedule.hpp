@@ -1,11 +1,17 @@
 #pragma once
-// Private to the relay: runs jobs at fixed intervals on a thread of its own until stopped. A job
-// that throws is reported and runs again at its next time; a slow job delays the others (they
-// share the thread), which keeps the database load of the jobs to one connection.
+// Private to the relay: runs jobs at fixed intervals until stopped, each job on a thread of its
+// own, so that a slow job (a housekeeping run lasts minutes) never delays another (operator
+// actions take effect within seconds). Each job holds its own database connections while it
+// runs: the relay's pool counts them (relay.cpp). A job that throws is reported and runs again
+// at its next time.
+//
+// Thread safety: stop() from one thread (the destructor calls it); each job's function is only
+// ever called by its own thread, never concurrently with itself.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -13,61 +19,40 @@ namespace seqinbox::relay::detail {
 
 class job_schedule {
 public:
-    using clock = std::chrono::steady_clock;
-
     struct job {
         std::chrono::milliseconds every;
-        std::function<void()> run;  ///< exceptions are the job's own business: catch and report them inside
-        clock::time_point next{};
+        /// Exceptions are the job's own business: catch and report them inside. A long job ends
+        /// early once its stop token is requested (stop()).
+        std::function<void(std::stop_token)> run;
     };
 
-    explicit job_schedule(std::vector<job> jobs) : jobs_(std::move(jobs)) {
-        for (auto& j : jobs_) j.next = clock::now() + j.every;
-        thread_ = std::thread([this] { loop(); });
+    explicit job_schedule(std::vector<job> jobs) {
+        for (auto& j : jobs) threads_.emplace_back([j = std::move(j)](std::stop_token stop) { repeat(j, stop); });
     }
     ~job_schedule() { stop(); }
     job_schedule(const job_schedule&) = delete;
     job_schedule& operator=(const job_schedule&) = delete;
 
-    /// Waits for a running job to end, then ends the thread. Idempotent.
+    /// Asks every job to end (its stop token), then waits for the threads. Idempotent.
     void stop() {
-        {
-            const std::scoped_lock lock(mutex_);
-            stopping_ = true;
-        }
-        wake_.notify_all();
-        if (thread_.joinable()) thread_.join();
+        for (auto& t : threads_) t.request_stop();  // all first: they end in parallel
+        threads_.clear();                            // joins
     }
 
 private:
-    void loop() {
-        std::unique_lock lock(mutex_);
-        while (!wake_.wait_until(lock, earliest(), [this] { return stopping_; })) {
+    /// Runs `j` every `j.every` (from the end of a run to the start of the next) until `stop`.
+    static void repeat(const job& j, const std::stop_token& stop) {
+        std::mutex mutex;
+        std::condition_variable_any stopped;
+        std::unique_lock lock(mutex);
+        while (!stopped.wait_for(lock, stop, j.every, [&stop] { return stop.stop_requested(); })) {
             lock.unlock();
-            run_due();
+            j.run(stop);
             lock.lock();
         }
     }
 
-    clock::time_point earliest() const {
-        auto t = clock::time_point::max();
-        for (const auto& j : jobs_) t = std::min(t, j.next);
-        return t;
-    }
-
-    void run_due() {
-        for (auto& j : jobs_)
-            if (clock::now() >= j.next) {
-                j.run();
-                j.next = clock::now() + j.every;
-            }
-    }
-
-    std::vector<job> jobs_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::thread thread_;  // last: starts once the rest is set
+    std::vector<std::jthread> threads_;
 };
 
 }  // namespace seqinbox::relay::detail

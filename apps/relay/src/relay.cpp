@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <stop_token>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -62,6 +63,17 @@ constexpr std::chrono::milliseconds retry_pause{1000};
 
 /// A longer linger would only delay decisions: a batch waits for more at most this long.
 constexpr std::chrono::milliseconds max_batch_linger{std::chrono::seconds(10)};
+
+/// The database connections of the relay's store: two per consumer thread (a batch transaction
+/// and a requires_new step beside it), as many for the pending-action job (a transaction on an
+/// instance, and a step beside it), and two for the housekeeping job (its job lock and a batch),
+/// which run at the same time on threads of their own (job_schedule.hpp).
+std::size_t store_pool_size(const relay_options& o) { return o.consumer_threads * 2 + 2 + 2; }
+
+/// The connections of the operator API's own store: one per serving thread of the HTTP endpoint
+/// (http_endpoint.hpp: four) and one for /metrics, so that neither waits for a delivery's
+/// connection, nor a delivery for theirs.
+constexpr std::size_t api_pool_size = 4 + 1;
 
 /// The publications of the batch the calling consumer thread is deciding: its listeners produce
 /// into it without waiting. Null elsewhere (one record at a time, jobs): a listener waits for its
@@ -127,7 +139,8 @@ public:
           access_(options_.tokens, where()),  // refuses an open address before anything connects
           logger_(log, options_.log_threshold),
           decls_(load(options_)),
-          store_({.conninfo = options_.conninfo, .pool_size = options_.consumer_threads * 2 + 2}),
+          store_({.conninfo = options_.conninfo, .pool_size = store_pool_size(options_)}),
+          api_store_({.conninfo = options_.conninfo, .pool_size = api_pool_size}),
           dead_letters_({.producer = producer_properties(options_), .topic = options_.dead_letter_topic,
                          .delivery_timeout = options_.delivery_timeout}),
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),
@@ -137,7 +150,7 @@ public:
           members_(make_members()),
           batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
-          api_(store_, access_, {.expiring_share = options_.expiring_share}),
+          api_(api_store_, access_, {.expiring_share = options_.expiring_share}),
           http_(where(), routes(), [this](const http_request& r) { return api_(r); }, {.fixed_gate = probe_gate(access_)}) {
         for (const auto& m : members_) publish_released_messages(m->inbox);
     }
@@ -155,8 +168,9 @@ public:
                                       " records; a larger max_locks_per_transaction allows larger ones");
         for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n, *members_[n - 1]); });
         schedule_ = std::make_unique<detail::job_schedule>(std::vector<detail::job_schedule::job>{
-            {options_.actions_every, [this] { run_job("pending actions", [this] { run_actions(); }); }},
-            {options_.housekeeping_every, [this] { run_job("housekeeping", [this] { run_housekeeping(); }); }},
+            {options_.actions_every, [this](const std::stop_token&) { run_job("pending actions", [this] { run_actions(); }); }},
+            {options_.housekeeping_every,
+             [this](const std::stop_token& stop) { run_job("housekeeping", [this, &stop] { run_housekeeping(stop); }); }},
         });
         note(log_level::info, "relay started: " + std::to_string(options_.consumer_threads) + " consumer thread(s), batches of up to " +
                                   std::to_string(batch_size_) + " records, " + serving());
@@ -164,9 +178,9 @@ public:
 
     void stop() {
         if (stopped_.exchange(true)) return;
-        stopping_ = true;
+        stopping_ = true;  // the consumer threads end their batches meanwhile
+        if (schedule_) schedule_->stop();  // a housekeeping run ends after its batch in progress
         for (auto& t : consumers_) t.join();
-        if (schedule_) schedule_->stop();
         for (const auto& source : sources_) source->close();  // commits what was decided, leaves the group
         note(log_level::info, "relay stopped");
     }
@@ -274,7 +288,7 @@ private:
         return {
             {"/metrics",
              [this] {
-                 metrics_.refresh(store_, clock::system_clock{}.now(), options_.expiring_share);
+                 metrics_.refresh(api_store_, clock::system_clock{}.now(), options_.expiring_share);
                  members_.front()->watched.retrying();  // refreshes seqinbox_retrying_records
                  return http_response{200, std::string(metrics::prometheus_content_type), metrics_.shared_registry()->render()};
              }},
@@ -329,6 +343,7 @@ private:
         while (!stopping_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 
+    /// Runs `job`; /healthz tells whether the last job run, of either job, reached the database.
     template <class Job>
     void run_job(const std::string& name, Job job) {
         try {
@@ -346,8 +361,8 @@ private:
             note(log_level::info, "pending actions: " + std::to_string(ran) + " executed");
     }
 
-    void run_housekeeping() {
-        const auto report = housekeeper_.run_once();
+    void run_housekeeping(const std::stop_token& stop) {
+        const auto report = housekeeper_.run_once(stop);
         metrics_.housekeeping(report);
         const bool idle = report.closed_removed + report.marked + report.expired_removed == 0 && report.complete;
         note(idle ? log_level::debug : log_level::info, describe(report));
@@ -356,7 +371,9 @@ private:
     static std::string describe(const housekeeping_report& r) {
         return "housekeeping: " + std::to_string(r.closed_removed) + " closed removed, " + std::to_string(r.marked) + " marked, " +
                std::to_string(r.expired_removed) + " expired removed, " + std::to_string(r.forwarded) + " waiting forwarded" +
-               (r.complete ? "" : " (stopped at max duration, resumes next run)");
+               (r.stopped    ? " (stopped early by the relay's stop; the next run resumes)"
+                : r.complete ? ""
+                             : " (stopped at max duration, resumes next run)");
     }
 
     /// The relay's own lines quote exception texts (a database's may span lines, an engine's
@@ -369,7 +386,8 @@ private:
     http_access access_;
     logger::stream_logger logger_;
     declarations<std::string> decls_;
-    pg::store store_;
+    pg::store store_;      // consumers and jobs: store_pool_size()
+    pg::store api_store_;  // the operator API and /metrics: api_pool_size
     kafka::dead_letter_sink dead_letters_;
     kafka::publisher publisher_;
     [[maybe_unused]] bool topics_checked_;  // before sources_: see check_topics()

@@ -2,16 +2,35 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "store_internals.hpp"
 
 namespace seqinbox::memory {
 
+namespace {
+
+/// Runs `wait` (a wait for a row lock within the request lock timeout); its lock timeout becomes
+/// request_locked(`target`), as the PostgreSQL store reports it.
+template <class Wait>
+void waiting_for_row(const std::string& target, Wait wait) {
+    try {
+        wait();
+    } catch (const error& e) {
+        if (e.sqlstate() == "55P03") throw request_locked(target);
+        throw;
+    }
+}
+
+}  // namespace
+
 request_outcome store::request_message_action(message_id id, message_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); });
+    waiting_for_row("message " + std::to_string(id), [&] {
+        wait_while(lock, nullptr, "action.request", [&] { return message_locks_.contains(id); }, options_.request_lock_timeout);
+    });
     const auto* row = committed_message(id);
     if (row == nullptr) return request_outcome::not_found;
     if (const auto refused = action_refusal(*row)) return *refused;
@@ -29,7 +48,9 @@ std::optional<request_outcome> store::action_refusal(const detail::stored_messag
 request_outcome store::request_instance_action(instance_id id, instance_action action, timestamp now) {
     yield_point("action.request");
     lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); });
+    waiting_for_row("instance " + std::to_string(id), [&] {
+        wait_while(lock, nullptr, "action.request", [&] { return instance_locks_.contains(id); }, options_.request_lock_timeout);
+    });
     auto it = instances_.find(id);
     if (it == instances_.end()) return request_outcome::not_found;
     if (it->second.row.state != instance_state::open) return request_outcome::wrong_state;

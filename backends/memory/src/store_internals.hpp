@@ -30,8 +30,9 @@ struct store::committed_tables {
 };
 
 template <class Conflict>
-void store::wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict) {
-    const auto deadline = std::chrono::steady_clock::now() + options_.lock_timeout;
+void store::wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict,
+                       std::optional<std::chrono::milliseconds> patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience.value_or(options_.lock_timeout);
     while (conflict()) {
         if (detail::current_task != nullptr) {
             lock.unlock();

@@ -1,6 +1,7 @@
-// Operator actions (seqinbox::action_store): requests are autocommitted UPDATEs of a
-// pending_action column; the engine reads them under the instance lock and clears what it
-// executed with its commit.
+// Operator actions (seqinbox::action_store): requests are UPDATEs of a pending_action column, each
+// in a transaction of its own with a short lock_timeout (store_options::request_lock_timeout), so
+// that a request meeting a delivery's row lock gives up instead of holding its caller; the engine
+// reads them under the instance lock and clears what it executed with its commit.
 #include <string>
 #include <vector>
 
@@ -16,13 +17,37 @@ using detail::to_microseconds;
 namespace {
 
 // One statement: it locks the target row, writes the request when the row's state allows it, and
-// answers the state it found, so that a refusal names the reason the request met.
-std::string request_sql(std::string_view table, std::string_view allowed, std::string_view details) {
-    return "WITH target AS (SELECT id, state, " + std::string(details) + " AS details FROM " + std::string(table) +
-           " WHERE id = :id FOR NO KEY UPDATE), requested AS (UPDATE " + std::string(table) +
-           " r SET pending_action = :action, pending_action_requested_at = " + sql_timestamp(":at") +
-           " FROM target t WHERE r.id = t.id AND " + std::string(allowed) +
-           " RETURNING r.id) SELECT t.state, t.details, (SELECT count(*) FROM requested) FROM target t";
+// answers the state it found, so that a refusal names the reason the request met. Parameters: the
+// row's id, the action, the time requested at (microseconds).
+detail::named_sql request_sql(const char* name, std::string_view table, std::string_view allowed, std::string_view details) {
+    return detail::named(name, "WITH target AS (SELECT id, state, " + std::string(details) + " AS details FROM " + std::string(table) +
+                                   " WHERE id = $1 FOR NO KEY UPDATE), requested AS (UPDATE " + std::string(table) +
+                                   " r SET pending_action = $2, pending_action_requested_at = " + sql_timestamp("CAST($3 AS bigint)") +
+                                   " FROM target t WHERE r.id = t.id AND " + std::string(allowed) +
+                                   " RETURNING r.id) SELECT t.state, t.details, (SELECT count(*) FROM requested) FROM target t");
+}
+
+// The request's own lock_timeout, in milliseconds; the transaction's only (SET LOCAL).
+const detail::named_sql& request_lock_timeout_sql() {
+    static const detail::named_sql s = detail::named("request_lock_timeout", "SELECT set_config('lock_timeout', $1, true)");
+    return s;
+}
+
+constexpr std::string_view lock_not_available = "55P03";
+
+/// Sends `batch` (a transaction from BEGIN to COMMIT); when a statement fails, rolls the
+/// transaction back before rethrowing, so that the connection goes back to the pool idle.
+std::vector<detail::result> run_or_roll_back(detail::connection& c, detail::pipeline& batch) {
+    try {
+        return batch.run();
+    } catch (const soci::soci_error&) {
+        try {
+            if (c.in_failed_transaction()) c.session().rollback();
+        } catch (const soci::soci_error&) {
+            c.mark_broken();  // the pool drops it
+        }
+        throw;
+    }
 }
 
 /// Whether a message row still holds the record it arrived with (a direct failure stores none).
@@ -30,32 +55,38 @@ constexpr std::string_view holds_record = "num_nonnulls(cluster, topic, partitio
 
 }  // namespace
 
-request_outcome store::requested(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id,
+// One round trip: BEGIN, the lock timeout, the request, COMMIT.
+request_outcome store::requested(std::string_view target, const detail::named_sql& sql, std::string_view action, timestamp now, std::int64_t id,
                                  request_outcome (*refused)(std::string_view state, bool details)) {
-    return autocommitted(doing, [&](detail::connection& c) {
-        const long long at = to_microseconds(now);
-        const long long row = id;
-        std::string state;
-        int details = 0;
-        long long written = 0;
-        soci::statement st = detail::prepared(c.session(), sql, soci::into(state), soci::into(details), soci::into(written),
-                                              soci::use(row), soci::use(action), soci::use(at));
-        if (!st.execute(true)) return request_outcome::not_found;
-        return written == 1 ? request_outcome::accepted : refused(state, details != 0);
-    });
+    try {
+        return autocommitted("requesting an operator action on " + std::string(target), [&](detail::connection& c) {
+            auto batch = c.batch();
+            batch.statement(detail::begin_sql(), {});
+            batch.statement(request_lock_timeout_sql(), {std::to_string(options().request_lock_timeout.count())});
+            const auto request = batch.statement(sql, {std::to_string(id), std::string(action), detail::microseconds_text(now)});
+            batch.statement(detail::commit_sql(), {});
+            const auto answer = run_or_roll_back(c, batch).at(request);
+            if (answer.rows() == 0) return request_outcome::not_found;
+            return answer.number(0, 2) == 1 ? request_outcome::accepted : refused(answer.text(0, 0), answer.number(0, 1) != 0);
+        });
+    } catch (const error& e) {
+        if (e.sqlstate() == lock_not_available) throw request_locked(target);
+        throw;
+    }
 }
 
 request_outcome store::request_message_action(message_id id, message_action action, timestamp now) {
-    static const std::string sql = request_sql("sequenced_message", "(t.state = 'WAITING' OR (t.state = 'FAILED' AND t.details))",
-                                               "CAST(" + std::string(holds_record) + " AS integer) = 1");
-    return requested("requesting an operator action", sql, std::string(to_string(action)), now, id, [](std::string_view state, bool has_record) {
+    static const detail::named_sql sql =
+        request_sql("message_action_request", "sequenced_message", "(t.state = 'WAITING' OR (t.state = 'FAILED' AND t.details = 1))",
+                    "CAST(" + std::string(holds_record) + " AS integer)");
+    return requested("message " + std::to_string(id), sql, to_string(action), now, id, [](std::string_view state, bool has_record) {
         return state == "FAILED" && !has_record ? request_outcome::no_record : request_outcome::wrong_state;
     });
 }
 
 request_outcome store::request_instance_action(instance_id id, instance_action action, timestamp now) {
-    static const std::string sql = request_sql("sequence_instance", "t.state = 'OPEN'", "0");
-    return requested("requesting an operator action", sql, std::string(to_string(action)), now, id,
+    static const detail::named_sql sql = request_sql("instance_action_request", "sequence_instance", "t.state = 'OPEN'", "0");
+    return requested("instance " + std::to_string(id), sql, to_string(action), now, id,
                      [](std::string_view, bool) { return request_outcome::wrong_state; });
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "seqinbox/error.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -59,6 +60,13 @@ inline std::string refusal_text(request_outcome o, std::string_view target) {
     return t + ": " + std::string(to_string(o));
 }
 
+/// What a request throws when the row it must lock (`target`: "instance 7") stays locked past
+/// the store's request lock timeout: a delivery in progress holds it while its listeners run.
+/// Retryable, with PostgreSQL's SQLSTATE for a lock timeout.
+inline error request_locked(std::string_view target) {
+    return error(error_category::retryable, std::string(target) + " is locked by a delivery in progress; try again", "55P03");
+}
+
 /// A pending request on an instance. Its action and time tell it from a request that replaced
 /// it, so that clearing what a job read spares a request made since.
 struct instance_request {
@@ -89,9 +97,10 @@ concept action_store =
     store_policy<S> && requires(S& s, typename S::transaction& tx, message_id message, instance_id instance, timestamp now,
                          std::size_t limit, const pending_actions& read, std::span<const message_id> ids) {
         /// Writes the action on a WAITING message or a FAILED one with its record, committed at
-        /// once (a later request replaces an earlier one).
+        /// once (a later request replaces an earlier one). Waits for the row's lock a short
+        /// while only (the store's request lock timeout), then throws request_locked.
         { s.request_message_action(message, message_action::consume, now) } -> std::same_as<request_outcome>;
-        /// Writes the action on an OPEN instance, committed at once.
+        /// Writes the action on an OPEN instance, committed at once; request_locked as above.
         { s.request_instance_action(instance, instance_action::close, now) } -> std::same_as<request_outcome>;
         /// Up to `limit` instances with a pending action of their own or of one of their
         /// messages, the oldest request first.

@@ -45,8 +45,7 @@ public:
         } catch (const detail::api_refusal& e) {
             return detail::error_response(e.status(), e.what());
         } catch (const error& e) {
-            const bool unreachable = e.category() == error_category::connection || e.category() == error_category::retryable;
-            return detail::error_response(unreachable ? 503 : 500, std::string(to_string(e.category())) + ": " + e.what());
+            return store_failure(e);
         }
     }
 
@@ -68,6 +67,15 @@ private:
         return {200, "text/html; charset=utf-8", std::string(console_page()),
                 {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}, {"X-Frame-Options", "DENY"},
                  {"Referrer-Policy", "no-referrer"}}};
+    }
+
+    /// 503 with Retry-After for what passes (the database unreachable, a row a delivery holds:
+    /// request_locked), 500 for the rest.
+    static http_response store_failure(const error& e) {
+        const bool passing = e.category() == error_category::connection || e.category() == error_category::retryable;
+        auto response = detail::error_response(passing ? 503 : 500, std::string(to_string(e.category())) + ": " + e.what());
+        if (passing) response.headers.emplace_back("Retry-After", "2");
+        return response;
     }
 
     static http_response not_allowed(std::string_view allowed) {

@@ -6,7 +6,9 @@
 // idempotence-id headers included). Failed deliveries go to the dead-letter topic. It serves
 // /metrics, /healthz, the operator API and the web console (seqinbox/relay/operator_api.hpp) on
 // one HTTP port, on the loopback interface unless told otherwise, and runs the pending-action
-// and housekeeping jobs on schedule.
+// and housekeeping jobs on schedule, each on a thread of its own (an action does not wait for a
+// housekeeping run). Connections: a pool of `consumer_threads` x 2 + 4 for the consumer threads
+// and the jobs, and one of 5 for the operator API and /metrics.
 //
 // Guarantees are the inbox's (docs/guarantees.md) with the publisher as the listener: a record reaches the
 // output topic before its message is recorded PROCESSED, so a crash between the two publishes it
@@ -111,7 +113,8 @@ public:
     /// Starts the consumer threads and the job schedule.
     void start();
     /// Graceful stop: the consumer threads finish the deliveries in progress, the source commits
-    /// and leaves the group, the schedule ends. Idempotent.
+    /// and leaves the group, the jobs end (a housekeeping run after its batch in progress, its
+    /// pause cut short; the next run resumes). Idempotent.
     void stop();
 
     std::uint16_t http_port() const noexcept;

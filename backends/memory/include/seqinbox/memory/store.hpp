@@ -47,6 +47,10 @@ struct store_options {
     /// How long a free (non-driven) thread waits for a lock before failing with a retryable
     /// error, like PostgreSQL's lock_timeout. Driven tasks wait for as long as the test wants.
     std::chrono::milliseconds lock_timeout{30'000};
+    /// How long an operator action request waits for its row (held by a delivery in progress)
+    /// before it fails with request_locked (seqinbox/store/actions.hpp), as the PostgreSQL
+    /// store's request_lock_timeout.
+    std::chrono::milliseconds request_lock_timeout{2'000};
     /// PostgreSQL's shared lock table, as the share one transaction may fill (0: no limit). A
     /// message key store_message locks takes an entry (its advisory lock), so does a savepoint
     /// (its subtransaction) until rolled back; the operation that would take one more fails with
@@ -92,7 +96,8 @@ public:
     stored_as store_message_beside(transaction& claim, message_record row);
 
     // ---- operator actions (seqinbox::action_store; src/actions.cpp) ----
-    // Committed at once, like an UPDATE.
+    // Committed at once, like an UPDATE; a row locked longer than request_lock_timeout fails
+    // them with request_locked.
     request_outcome request_message_action(message_id id, message_action action, timestamp now);
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit) const;
@@ -145,9 +150,11 @@ private:
     /// After a failed statement only a rollback (to a savepoint) is accepted, as in PostgreSQL.
     static void ensure_not_aborted(const detail::tx_state& tx);
 
-    /// Parks (driven task) or waits (free thread) while `conflict()` holds; rechecks liveness.
+    /// Parks (driven task) or waits (free thread) while `conflict()` holds, a free thread at most
+    /// `patience` (default lock_timeout); rechecks liveness.
     template <class Conflict>
-    void wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict);
+    void wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict,
+                    std::optional<std::chrono::milliseconds> patience = std::nullopt);
 
     /// Runs one operation of `tx`: parks a driven task first, then holds the store mutex.
     template <class Op>

@@ -57,6 +57,11 @@ struct store_options {
     std::chrono::seconds idle_in_transaction_timeout{600};
     /// lock_timeout of every connection (claim and instance-lock waits); 0 waits without limit.
     std::chrono::milliseconds lock_timeout{0};
+    /// lock_timeout of an operator action request (SET LOCAL, in the request's round trip): a
+    /// delivery in progress holds the row it must lock, for as long as its listeners take, so
+    /// the request gives up after this long with request_locked (seqinbox/store/actions.hpp)
+    /// instead of holding its caller (an API serving thread); 0 waits without limit.
+    std::chrono::milliseconds request_lock_timeout{2'000};
     /// Sequence instances whose rows create_or_get_instance remembers, so that a delivery to a
     /// context seen before skips a round trip; 0 remembers none.
     std::size_t instance_cache_size = 10'000;
@@ -120,7 +125,8 @@ public:
     /// flushes both; when it ends otherwise, rollback() flushes). See flush_every_commit.
     stored_as store_message_beside(transaction& claim, message_record row);
 
-    /// Operator actions (seqinbox::action_store; src/actions.cpp), each one autocommitted UPDATE.
+    /// Operator actions (seqinbox::action_store; src/actions.cpp), each one UPDATE in a
+    /// transaction of its own (one round trip); request_locked after request_lock_timeout.
     request_outcome request_message_action(message_id id, message_action action, timestamp now);
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
@@ -185,9 +191,10 @@ private:
     std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& sql, std::size_t limit, const Values&... values);
 
     // Operator actions (src/actions.cpp).
-    /// Runs a request statement (actions.cpp) on row `id`; `refused` names the reason from the
-    /// state the row had and the statement's details column when it wrote nothing.
-    request_outcome requested(std::string_view doing, const std::string& sql, const std::string& action, timestamp now, std::int64_t id,
+    /// Runs a request statement (actions.cpp) on row `id`, which `target` names ("message 7");
+    /// `refused` names the reason from the state the row had and the statement's details column
+    /// when it wrote nothing.
+    request_outcome requested(std::string_view target, const detail::named_sql& sql, std::string_view action, timestamp now, std::int64_t id,
                               request_outcome (*refused)(std::string_view state, bool details));
     /// Sends the statements `queue` adds inside `tx` in one round trip, with BEGIN when it has
     /// not begun and the writes it deferred; returns their results (store.cpp).
