@@ -110,12 +110,12 @@ std::size_t record_size(const message_record& m) {
 std::size_t store::remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
     yield_point("instance.remove");
     lock_guard lock(mutex_);
-    wait_while(lock, nullptr, "instance.remove", [&] { return std::ranges::any_of(ids, [&](instance_id id) { return referenced(id); }); });
-    // Checked once no transaction holds them: one closed meanwhile is kept, as in PostgreSQL.
+    // Those a transaction holds are passed over, as PostgreSQL's SKIP LOCKED does; the rest are
+    // checked again: one closed since its job found it is kept.
     std::vector<instance_id> removable;
     std::ranges::copy_if(ids, std::back_inserter(removable), [&](instance_id id) {
         const auto it = instances_.find(id);
-        return it != instances_.end() && condition.holds(it->second.row, it->second.closed_at);
+        return it != instances_.end() && !referenced(id) && condition.holds(it->second.row, it->second.closed_at);
     });
     std::ranges::sort(removable);
     removable.erase(std::ranges::unique(removable).begin(), removable.end());

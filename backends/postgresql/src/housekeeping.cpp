@@ -145,10 +145,10 @@ std::vector<sequence_instance> still_removable(const detail::result& locked, con
 
 }  // namespace
 
-// Locks in id order, as the engine takes instance locks, so that a batch never waits for a
-// consumer in a cycle; the condition is checked on the rows as locked (FOR UPDATE returns the
-// latest version, so a close committed while this waited is seen). The messages and claims go by
-// the cascade of the instance rows.
+// Locks in id order what no writer holds (SKIP LOCKED: a delivery in progress may hold an
+// instance for as long as its listener runs, and a stop of the service must not wait for it;
+// the next run finds it again); the condition is checked on the rows as locked, the latest
+// committed version. The messages and claims go by the cascade of the instance rows.
 std::size_t store::remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
     if (ids.empty()) return 0;
     auto tx = begin();

@@ -335,7 +335,7 @@ const named_sql& instances_lock_for_removal_sql() {
     static const named_sql s = named("instances_lock_for_removal", "SELECT " + instance_columns_sql() + ", " +
                                                                        sql_microseconds("closed_at") +
                                                                        " FROM sequence_instance WHERE id = ANY (CAST($1 AS bigint[]))"
-                                                                       " ORDER BY id FOR UPDATE");
+                                                                       " ORDER BY id FOR UPDATE SKIP LOCKED");
     return s;
 }
 
