@@ -11,7 +11,8 @@
 // grow with the work done before it. Nothing vanishes silently: before an instance is deleted,
 // each of its WAITING messages goes to the error sink (in the transaction that deletes its
 // batch, a bounded page at a time; a failing sink keeps the whole batch). An instance that changed
-// after its job found it (closed meanwhile) is checked again under its lock and kept.
+// after its job found it (closed meanwhile) is checked again under its lock and kept; one a writer
+// holds is passed over without waiting (the next run finds it again).
 //
 // A run can be stopped (run_once's stop token): it ends between two batches, a pause of the pace
 // included, and reports itself incomplete; the next run resumes.

@@ -5,6 +5,8 @@
 // pending-action job executes them. Access: seqinbox/relay/http_access.hpp.
 //
 // Thread safety: operator() may be called concurrently when the store's views and requests may.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -27,6 +29,10 @@ struct operator_api_options {
     double expiring_share = 0.75;
     /// The time ages and retention are measured at.
     std::function<timestamp()> now = [] { return std::chrono::system_clock::now(); };
+    /// Action requests handled at once; another gets 503 at once. A request on a row a delivery
+    /// holds waits up to the store's request lock timeout (2 s): without a bound, a burst of them
+    /// would take every serving thread from the views. At least 1.
+    unsigned max_action_requests = 2;
 };
 
 template <class S>
@@ -78,6 +84,22 @@ private:
         return response;
     }
 
+    /// Counts an action request in `running` while it lives.
+    struct action_slot {
+        explicit action_slot(std::atomic<unsigned>& count) : counter(count), running(++count) {}
+        ~action_slot() { --counter; }
+        action_slot(const action_slot&) = delete;
+        action_slot& operator=(const action_slot&) = delete;
+        std::atomic<unsigned>& counter;
+        unsigned running;  ///< this one included
+    };
+
+    static http_response too_many_actions(unsigned running) {
+        auto response = detail::error_response(503, std::to_string(running) + " action requests are being handled already; try again");
+        response.headers.emplace_back("Retry-After", "2");
+        return response;
+    }
+
     static http_response not_allowed(std::string_view allowed) {
         auto response = detail::error_response(405, "this path takes " + std::string(allowed));
         response.headers.emplace_back("Allow", allowed);
@@ -95,6 +117,8 @@ private:
         if (write) {
             if (r.method != "POST") return not_allowed("POST");
             if (auto why = access_.refuse_write(r)) return refused(*why);
+            const action_slot slot(actions_running_);
+            if (slot.running > std::max(options_.max_action_requests, 1u)) return too_many_actions(slot.running - 1);
             return path[0] == "messages" ? message_action(r) : path[0] == "instances" ? instance_action(r) : no_such_path(r);
         }
         if (auto why = access_.refuse_view(r)) return refused(*why);
@@ -188,6 +212,7 @@ private:
     S& store_;
     http_access access_;
     operator_api_options options_;
+    mutable std::atomic<unsigned> actions_running_{0};
 };
 
 }  // namespace seqinbox::relay
