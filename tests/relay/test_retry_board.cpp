@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(a_large_batch_is_given_back_and_decided_in_time_linear_in_i
     for (std::int64_t offset = 0; offset < records; ++offset) board.decided(record_at(offset), 1);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     BOOST_TEST_MESSAGE(records << " records given back twice and decided in " << took.count() << " s");
-    BOOST_TEST(took.count() < 3.0);
+    BOOST_TEST(took.count() < 30.0);  // a hang guard, not a speed target: quadratic took 131 s (0.07 s linear, 3 s under ASan on a busy machine)
     BOOST_TEST(board.report(1, [](const si::envelope&) { return true; }).empty());
 }
 
