@@ -21,9 +21,7 @@
 // any thread); any number of them (in any number of processes) may share a store.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -35,6 +33,7 @@
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
+#include "seqinbox/detail/stoppable_wait.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/error_sink/concept.hpp"
 #include "seqinbox/logger/concept.hpp"
@@ -198,10 +197,7 @@ private:
         if (options_.work_share >= 1) return std::chrono::nanoseconds::zero();
         const auto pause = std::chrono::duration_cast<std::chrono::nanoseconds>(busy * ((1 - options_.work_share) / options_.work_share));
         const auto started = std::chrono::steady_clock::now();
-        std::mutex mutex;  // the wait's own: only the stop request wakes it
-        std::condition_variable_any woken;
-        std::unique_lock lock(mutex);
-        woken.wait_for(lock, stop, pause, [&] { return stop.stop_requested(); });
+        detail::wait_unless_stopped(pause, stop);
         return std::min<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started, pause);  // the pace's, not the timer's slack
     }
 

@@ -8,12 +8,12 @@
 // Thread safety: stop() from one thread (the destructor calls it); each job's function is only
 // ever called by its own thread, never concurrently with itself.
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 #include <vector>
+
+#include "seqinbox/detail/stoppable_wait.hpp"
 
 namespace seqinbox::relay::detail {
 
@@ -42,14 +42,7 @@ public:
 private:
     /// Runs `j` every `j.every` (from the end of a run to the start of the next) until `stop`.
     static void repeat(const job& j, const std::stop_token& stop) {
-        std::mutex mutex;
-        std::condition_variable_any stopped;
-        std::unique_lock lock(mutex);
-        while (!stopped.wait_for(lock, stop, j.every, [&stop] { return stop.stop_requested(); })) {
-            lock.unlock();
-            j.run(stop);
-            lock.lock();
-        }
+        while (!seqinbox::detail::wait_unless_stopped(j.every, stop)) j.run(stop);
     }
 
     std::vector<std::jthread> threads_;
