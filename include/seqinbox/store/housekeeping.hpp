@@ -111,9 +111,10 @@ concept housekeeping_store =
         /// In one transaction that keeps every other writer away from the instances (PostgreSQL:
         /// SELECT ... FOR UPDATE SKIP LOCKED, in id order): of the instances of `ids` that still
         /// exist, that no writer holds (those are passed over without waiting: the next run finds
-        /// them again) and for which `condition` still holds once locked, calls `forward` with their WAITING messages
-        /// page by page (one page in memory at a time), then deletes them with their messages and
-        /// claims. A `forward` that throws keeps them all. Returns how many were deleted.
+        /// them again) and for which `condition` still holds once locked, calls `forward` with
+        /// their WAITING messages page by page (one page in memory at a time), then deletes them
+        /// with their messages and claims. A `forward` that throws keeps them all. Returns how many
+        /// were deleted.
         { s.remove_instances(ids, condition, forward) } -> std::same_as<std::size_t>;
     };
 

@@ -79,8 +79,14 @@ private:
     /// request_locked), 500 for the rest.
     static http_response store_failure(const error& e) {
         const bool passing = e.category() == error_category::connection || e.category() == error_category::retryable;
-        auto response = detail::error_response(passing ? 503 : 500, std::string(to_string(e.category())) + ": " + e.what());
-        if (passing) response.headers.emplace_back("Retry-After", "2");
+        std::string reason = std::string(to_string(e.category())) + ": " + e.what();
+        return passing ? retry_later(std::move(reason)) : detail::error_response(500, reason);
+    }
+
+    /// 503 for what passes, with the Retry-After every such answer of the API carries.
+    static http_response retry_later(std::string reason) {
+        auto response = detail::error_response(503, reason);
+        response.headers.emplace_back("Retry-After", "2");
         return response;
     }
 
@@ -95,9 +101,7 @@ private:
     };
 
     static http_response too_many_actions(unsigned running) {
-        auto response = detail::error_response(503, std::to_string(running) + " action requests are being handled already; try again");
-        response.headers.emplace_back("Retry-After", "2");
-        return response;
+        return retry_later(std::to_string(running) + " action requests are being handled already; try again");
     }
 
     static http_response not_allowed(std::string_view allowed) {
