@@ -42,8 +42,9 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     std::lock_guard lock(mutex_);
     auto& by_context = instance_index_[sequence];
     if (auto it = by_context.find(context_id); it != by_context.end()) return instances_.at(it->second).row;
-    unflushed_commit();  // a creation does not wait for its WAL flush (synchronous_commit off)
-    const instance_id id = next_instance_id_++;
+    const instance_id id = next_instance_id_;
+    unflushed_commit().created_instance = id;  // a creation does not wait for its WAL flush (synchronous_commit off)
+    ++next_instance_id_;
     by_context.emplace(context_id, id);
     instance_row row;
     row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
@@ -236,58 +237,6 @@ void store::kill(detail::tx_state& tx) {
     finish(tx);
 }
 
-// ---- durability ----
-
-void store::unflushed_commit() { unflushed_.push_back(committed()); }
-
-void store::flush_wal() {
-    unflushed_.clear();
-    ++wal_flushes_;
-}
-
-void store::settle_flush_owed(detail::tx_state& tx) {
-    if (std::exchange(tx.flush_owed, false) && !tx.loss_seen) flush_wal();
-}
-
-bool store::writes_anything(const detail::tx_state& tx) {
-    const auto& w = tx.writes;
-    // A row lock (FOR NO KEY UPDATE) writes WAL too.
-    return !w.messages.empty() || !w.closings.empty() || !w.kv.empty() || !w.cleared_actions.empty() ||
-           !tx.locks.instances.empty() ||
-           std::ranges::any_of(tx.locks.claims, [](const auto* held) { return held->second.pending.has_value() != held->second.committed.has_value(); });
-}
-
-void store::commit_durably(detail::tx_state& tx) {
-    const bool writes = writes_anything(tx);
-    if (writes && tx.skip_flush) unflushed_commit();
-    apply(tx);
-    if (writes && !tx.skip_flush) flush_wal();  // covers every earlier commit
-    settle_flush_owed(tx);
-}
-
-store::committed_tables store::committed() const {
-    committed_tables saved{next_instance_id_, next_message_id_, instances_, instance_index_, messages_, messages_by_key_,
-                           {}, kv_, message_actions_, instance_actions_};
-    for (const auto& [key, slot] : claims_)
-        if (slot.committed) saved.claims.emplace_back(key, *slot.committed);
-    return saved;
-}
-
-/// Every transaction has ended: no lock refers to a claim slot, which are kept (see erase_instance).
-void store::restore(committed_tables&& saved) {
-    next_instance_id_ = saved.next_instance_id;
-    next_message_id_ = saved.next_message_id;
-    instances_ = std::move(saved.instances);
-    instance_index_ = std::move(saved.instance_index);
-    messages_ = std::move(saved.messages);
-    messages_by_key_ = std::move(saved.messages_by_key);
-    for (auto& [key, slot] : claims_) slot.committed.reset();
-    for (auto& [key, row] : saved.claims) claims_[key].committed = row;
-    kv_ = std::move(saved.kv);
-    message_actions_ = std::move(saved.message_actions);
-    instance_actions_ = std::move(saved.instance_actions);
-}
-
 // ---- commit: the transaction's writes become the committed tables ----
 
 void store::forget_message_indexes(message_id id, const detail::stored_message& row) {
@@ -296,39 +245,58 @@ void store::forget_message_indexes(message_id id, const detail::stored_message& 
     if (row.state == message_state::waiting) instance.waiting[row.type].erase(id);
 }
 
-void store::apply_message(message_record&& row) {
-    const message_id id = row.id;
-    auto* existing = committed_message(id);
-    if (existing != nullptr) forget_message_indexes(id, *existing);
+void store::index_message(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) ++instance.processed[row.type];
     if (row.state == message_state::waiting) instance.waiting[row.type].insert(id);
-    if (existing != nullptr) {
-        *existing = detail::stored_message(std::move(row), existing->key_hash);
-        return;
-    }
-    const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
-    messages_by_key_.emplace(hash, id);
-    instance.messages.push_back(id);
-    if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
-    messages_[static_cast<std::size_t>(id) - 1] = detail::stored_message(std::move(row), hash);
 }
 
-void store::apply(detail::tx_state& tx) {
+void store::apply_message(message_record&& row, undo_record* undo) {
+    const message_id id = row.id;
+    auto* existing = committed_message(id);
+    if (existing != nullptr) {
+        forget_message_indexes(id, *existing);
+        const std::size_t hash = existing->key_hash;
+        if (undo != nullptr) undo->messages.push_back({id, std::move(*existing)});
+        *existing = detail::stored_message(std::move(row), hash);
+        index_message(id, *existing);
+        return;
+    }
+    if (undo != nullptr) undo->messages.push_back({id, std::nullopt});
+    const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
+    messages_by_key_.emplace(hash, id);
+    instances_.at(row.instance).messages.push_back(id);
+    if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
+    auto& stored = messages_[static_cast<std::size_t>(id) - 1];
+    stored = detail::stored_message(std::move(row), hash);
+    index_message(id, stored);
+}
+
+void store::apply(detail::tx_state& tx, undo_record* undo) {
     for (auto* held : tx.locks.claims) {
         auto& slot = held->second;
-        if (slot.pending && !slot.committed) instances_.at(slot.pending->instance).claims.push_back(held->first);
+        const bool listed = slot.pending && !slot.committed;
+        if (undo != nullptr) undo->claims.push_back({held, slot.committed, listed});
+        if (listed) instances_.at(slot.pending->instance).claims.push_back(held->first);
         slot.committed = slot.pending;
     }
-    for (auto& row : tx.writes.messages) apply_message(std::move(row));
+    for (auto& row : tx.writes.messages) apply_message(std::move(row), undo);
     for (const auto& [id, at] : tx.writes.closings) {
-        instances_.at(id).row.state = instance_state::closed;
-        instances_.at(id).closed_at = at;
+        auto& instance = instances_.at(id);
+        if (undo != nullptr) undo->closings.push_back({id, instance.row.state, instance.closed_at});
+        instance.row.state = instance_state::closed;
+        instance.closed_at = at;
     }
-    for (auto& [key, value] : tx.writes.kv) kv_.insert_or_assign(key, value);
+    for (auto& [key, value] : tx.writes.kv) {
+        if (undo != nullptr) undo->kv.emplace_back(key, detail::find_value(kv_, key));
+        kv_.insert_or_assign(key, value);
+    }
     for (const auto& [instance, read] : tx.writes.cleared_actions) {  // a request replaced since stays
-        if (read.on_instance) detail::erase_if_equal(instance_actions_, instance, *read.on_instance);
-        for (const auto& request : read.on_messages) detail::erase_if_equal(message_actions_, request.message, request);
+        if (read.on_instance && detail::erase_if_equal(instance_actions_, instance, *read.on_instance) && undo != nullptr)
+            undo->cleared_instance_actions.emplace_back(instance, *read.on_instance);
+        for (const auto& request : read.on_messages)
+            if (detail::erase_if_equal(message_actions_, request.message, request) && undo != nullptr)
+                undo->cleared_message_actions.push_back(request);
     }
 }
 

@@ -1,10 +1,11 @@
 #pragma once
 // What the store's sources share and its public header only declares: the member templates and
-// the tables a crash restores. Private to seqinbox::memory.
+// the undo record a crash replays. Private to seqinbox::memory.
 #include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,17 +17,33 @@
 
 namespace seqinbox::memory {
 
-struct store::committed_tables {
+/// What one unflushed commit changed, as the values it replaced: a crash that loses the commit
+/// puts them back, newest commit first and each commit's changes in reverse order, so that every
+/// change meets the state it was made on. Costs what the commit changed (see testing::crash).
+struct store::undo_record {
+    struct claim_change {
+        std::pair<const claim_key, detail::claim_slot>* slot;  // slots outlive the record (see erase_instance)
+        std::optional<detail::claim_row> before;
+        bool listed;  // the key was appended to its instance's claims
+    };
+    struct message_change {
+        message_id id;
+        std::optional<detail::stored_message> before;  // none: the commit inserted the row
+    };
+    struct closing_change {
+        instance_id id;
+        instance_state state;
+        std::optional<timestamp> closed_at;
+    };
     instance_id next_instance_id;
     message_id next_message_id;
-    std::unordered_map<instance_id, instance_row> instances;
-    std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index;
-    std::deque<detail::stored_message> messages;
-    std::unordered_multimap<std::size_t, message_id> messages_by_key;
-    std::vector<std::pair<claim_key, detail::claim_row>> claims;
-    std::map<std::string, std::string> kv;
-    std::map<message_id, message_request> message_actions;
-    std::map<instance_id, instance_request> instance_actions;
+    std::optional<instance_id> created_instance;
+    std::vector<claim_change> claims;
+    std::vector<message_change> messages;
+    std::vector<closing_change> closings;
+    std::vector<std::pair<std::string, std::optional<std::string>>> kv;
+    std::vector<message_request> cleared_message_actions;
+    std::vector<std::pair<instance_id, instance_request>> cleared_instance_actions;
 };
 
 template <class Conflict>

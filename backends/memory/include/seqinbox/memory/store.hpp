@@ -10,7 +10,8 @@
 // earlier commits; an instance creation and a state step beside a claim transaction do not wait,
 // and the claim transaction's end flushes them (its commit, or an explicit flush when it wrote
 // nothing or rolled back, unless a statement found its connection lost). A crash keeps what was
-// flushed and any prefix of the later commits.
+// flushed and any prefix of the later commits: each unflushed commit records what it replaced
+// (an undo record, src/durability.cpp), so the model costs what a commit changed.
 //
 // PostgreSQL's lock table is modelled as one transaction's share of it (store_options::
 // lock_entries): a transaction that goes over it fails with SQLSTATE 53200 and is aborted.
@@ -207,12 +208,12 @@ private:
 
     bool referenced(instance_id id) const;  // by a lock or an uncommitted write: a DELETE would wait
 
-    // ---- durability (see testing::crash) ----
-    /// The committed tables and id sequences before an unflushed commit: what a crash that loses
-    /// that commit restores. Test states are small, so a copy per unflushed commit will do.
-    struct committed_tables;
-    /// Called before a commit that does not wait for its flush is applied.
-    void unflushed_commit();
+    // ---- durability (see testing::crash; src/durability.cpp) ----
+    // Every other change of the committed tables waits for its flush, in the same critical section:
+    // only an unflushed commit's changes can be lost, so only they are recorded.
+    struct undo_record;
+    /// Opens the record of a commit that does not wait for its flush, before it is applied.
+    undo_record& unflushed_commit();
     /// A flush: every commit so far is durable.
     void flush_wal();
     /// Applies `tx` as a commit does: one that wrote anything waits for its flush unless it skips
@@ -221,8 +222,10 @@ private:
     /// An ending claim transaction flushes its steps beside, unless a statement found it lost.
     void settle_flush_owed(detail::tx_state& tx);
     static bool writes_anything(const detail::tx_state& tx);
-    committed_tables committed() const;
-    void restore(committed_tables&& saved);
+    /// Puts back what the commit of `record` changed (the commits after it are undone already).
+    void undo(undo_record& record);
+    /// Puts row `id` back as it was before (none: removes the row the commit inserted).
+    void undo_message(message_id id, std::optional<detail::stored_message>&& before);
     // Helpers of the other concepts (src/actions.cpp, src/views.cpp, src/housekeeping.cpp).
     pending_actions actions_of(instance_id instance) const;
     /// Why no action may be requested on `row` now, if it may not.
@@ -248,9 +251,11 @@ private:
     template <class Pick, class OrderBy>
     std::vector<instance_id> instances_where(std::size_t limit, Pick pick, OrderBy order_by) const;
 
-    void apply(detail::tx_state& tx);
-    void apply_message(message_record&& row);
+    /// Makes `tx`'s writes the committed tables, recording what they replace in `undo` if given.
+    void apply(detail::tx_state& tx, undo_record* undo);
+    void apply_message(message_record&& row, undo_record* undo);
     void forget_message_indexes(message_id id, const detail::stored_message& row);
+    void index_message(message_id id, const detail::stored_message& row);
 
     store_options options_;
     mutable std::mutex mutex_;
@@ -275,7 +280,7 @@ private:
     std::vector<detail::tx_state*> open_;
     std::vector<std::unique_ptr<detail::tx_state>> pool_;  // transactions must not outlive the store
     std::vector<detail::tx_state*> free_;
-    std::vector<committed_tables> unflushed_;  // the state before each commit not flushed yet
+    std::vector<undo_record> unflushed_;  // what each commit not flushed yet changed, oldest first
     std::size_t wal_flushes_ = 0;
     std::size_t lock_table_exhausted_ = 0;  // operations refused over lock_entries
 };

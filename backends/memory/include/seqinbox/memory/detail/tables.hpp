@@ -138,10 +138,22 @@ Row* find_in(std::vector<Row>& rows, const Key& key, Project project) {
     return nullptr;
 }
 
-/// Erases the entry of `key` while it still holds `expected` (an UPDATE ... WHERE it is unchanged).
+/// Erases the entry of `key` while it still holds `expected` (an UPDATE ... WHERE it is unchanged);
+/// whether it did.
 template <class Map>
-void erase_if_equal(Map& rows, const typename Map::key_type& key, const typename Map::mapped_type& expected) {
-    if (auto it = rows.find(key); it != rows.end() && it->second == expected) rows.erase(it);
+bool erase_if_equal(Map& rows, const typename Map::key_type& key, const typename Map::mapped_type& expected) {
+    auto it = rows.find(key);
+    if (it == rows.end() || !(it->second == expected)) return false;
+    rows.erase(it);
+    return true;
+}
+
+/// The value of `key` in `rows`, if it has one.
+template <class Map>
+std::optional<typename Map::mapped_type> find_value(const Map& rows, const typename Map::key_type& key) {
+    auto it = rows.find(key);
+    if (it == rows.end()) return std::nullopt;
+    return it->second;
 }
 
 }  // namespace seqinbox::memory::detail
