@@ -61,7 +61,7 @@ void store::undo(undo_record& record) {
     }
     if (record.created_instance) {
         auto it = instances_.find(*record.created_instance);
-        instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
+        unindex_instance(it->second);
         instances_.erase(it);
     }
     next_instance_id_ = record.next_instance_id;
@@ -78,12 +78,7 @@ void store::undo_message(message_id id, std::optional<detail::stored_message>&& 
         return;
     }
     instances_.at(row.instance).messages.pop_back();  // the commit appended it; later ones are undone
-    auto [first, last] = messages_by_key_.equal_range(row.key_hash);
-    for (auto it = first; it != last; ++it)
-        if (it->second == id) {
-            messages_by_key_.erase(it);
-            break;
-        }
+    unindex_message_key(id, row);
     row = detail::stored_message{};
 }
 

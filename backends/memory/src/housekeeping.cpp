@@ -146,25 +146,19 @@ void store::forward_waiting_of(const instance_row& instance, const forward_waiti
     if (!page.empty()) forward(instance.row, page);
 }
 
-void store::erase_instance(std::unordered_map<instance_id, instance_row>::iterator it) {
+void store::erase_instance(detail::instance_table::iterator it) {
     const instance_id id = it->first;
     instance_actions_.erase(id);
     for (message_id m : it->second.messages) {
         message_actions_.erase(m);
         auto& row = *committed_message(m);
-        auto [first, last] = messages_by_key_.equal_range(row.key_hash);
-        for (auto k = first; k != last; ++k)
-            if (k->second == m) {
-                messages_by_key_.erase(k);
-                break;
-            }
+        unindex_message_key(m, row);
         row = detail::stored_message{};
     }
     // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
-    for (const auto& key : it->second.claims)
-        if (auto c = claims_.find(key); c != claims_.end() && c->second.committed && c->second.committed->instance == id)
-            c->second.committed.reset();
-    instance_index_[it->second.row.sequence].erase(it->second.row.context_id);
+    for (auto* c : it->second.claims)
+        if (c->second.committed && c->second.committed->instance == id) c->second.committed.reset();
+    unindex_instance(it->second);
     instances_.erase(it);
     cv_.notify_all();
 }

@@ -40,15 +40,34 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
                                                 timestamp created_at, timestamp retain_until) {
     yield_point("instance.create_or_get");
     std::lock_guard lock(mutex_);
-    auto& by_context = instance_index_[sequence];
-    if (auto it = by_context.find(context_id); it != by_context.end()) return instances_.at(it->second).row;
+    if (const auto* found = find_instance_row(sequence, context_id)) return found->row;
     const instance_id id = next_instance_id_;
     unflushed_commit().created_instance = id;  // a creation does not wait for its WAL flush (synchronous_commit off)
     ++next_instance_id_;
-    by_context.emplace(context_id, id);
     instance_row row;
     row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
-    return instances_.emplace(id, std::move(row)).first->second.row;
+    row.sequence_number = sequence_numbers_.try_emplace(sequence, static_cast<std::uint32_t>(sequence_numbers_.size() + 1)).first->second;
+    const auto& added = instances_.add(id, std::move(row));
+    index_instance(added);
+    return added.row;
+}
+
+void store::index_instance(const instance_row& row) {
+    instance_index_.insert(detail::instance_key_hash(row.row.sequence, row.row.context_id), reinterpret_cast<std::uintptr_t>(&row));
+}
+
+void store::unindex_instance(const instance_row& row) {
+    instance_index_.erase(detail::instance_key_hash(row.row.sequence, row.row.context_id), reinterpret_cast<std::uintptr_t>(&row));
+}
+
+const detail::instance_row* store::find_instance_row(const std::string& sequence, const std::string& context_id) const {
+    const auto number = sequence_numbers_.find(sequence);
+    if (number == sequence_numbers_.end()) return nullptr;
+    const auto found = instance_index_.find(detail::instance_key_hash(sequence, context_id), [&](std::uint64_t candidate) {
+        const auto& row = *reinterpret_cast<const instance_row*>(candidate);
+        return row.sequence_number == number->second && row.row.context_id == context_id;
+    });
+    return reinterpret_cast<const instance_row*>(found);
 }
 
 std::size_t store::max_batch_records(bool listeners_join) const noexcept {
@@ -138,7 +157,7 @@ std::vector<message_record> store::visible_messages(detail::tx_state& tx, const 
 // ---- locks ----
 
 detail::claim_slot& store::hold_claim(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
-    auto& held = *claims_.try_emplace(key).first;  // node-based: the reference survives rehashing
+    auto& held = claims_.find_or_add(key);
     detail::claim_slot& slot = held.second;
     wait_while(lock, &tx, label, [&] { return slot.holder != 0 && slot.holder != tx.id; });
     if (slot.holder != tx.id) {
@@ -245,6 +264,10 @@ void store::forget_message_indexes(message_id id, const detail::stored_message& 
     if (row.state == message_state::waiting) instance.waiting[row.type].erase(id);
 }
 
+void store::unindex_message_key(message_id id, const detail::stored_message& row) {
+    messages_by_key_.erase(row.key_hash, static_cast<std::uint64_t>(id));
+}
+
 void store::index_message(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) ++instance.processed[row.type];
@@ -264,8 +287,10 @@ void store::apply_message(message_record&& row, undo_record* undo) {
     }
     if (undo != nullptr) undo->messages.push_back({id, std::nullopt});
     const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
-    messages_by_key_.emplace(hash, id);
-    instances_.at(row.instance).messages.push_back(id);
+    messages_by_key_.insert(hash, static_cast<std::uint64_t>(id));
+    auto& listed = instances_.at(row.instance).messages;
+    if (listed.empty()) listed.reserve(4);  // an instance has a few messages: one allocation, not three
+    listed.push_back(id);
     if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
     auto& stored = messages_[static_cast<std::size_t>(id) - 1];
     stored = detail::stored_message(std::move(row), hash);
@@ -277,7 +302,7 @@ void store::apply(detail::tx_state& tx, undo_record* undo) {
         auto& slot = held->second;
         const bool listed = slot.pending && !slot.committed;
         if (undo != nullptr) undo->claims.push_back({held, slot.committed, listed});
-        if (listed) instances_.at(slot.pending->instance).claims.push_back(held->first);
+        if (listed) instances_.at(slot.pending->instance).claims.push_back(held);
         slot.committed = slot.pending;
     }
     for (auto& row : tx.writes.messages) apply_message(std::move(row), undo);

@@ -22,7 +22,7 @@ namespace seqinbox::memory {
 /// change meets the state it was made on. Costs what the commit changed (see testing::crash).
 struct store::undo_record {
     struct claim_change {
-        std::pair<const claim_key, detail::claim_slot>* slot;  // slots outlive the record (see erase_instance)
+        detail::claim_table::value_type* slot;  // slots outlive the record (see claim_table)
         std::optional<detail::claim_row> before;
         bool listed;  // the key was appended to its instance's claims
     };
@@ -49,6 +49,7 @@ struct store::undo_record {
 template <class Conflict>
 void store::wait_while(lock_guard& lock, detail::tx_state* tx, std::string_view label, Conflict conflict,
                        std::optional<std::chrono::milliseconds> patience) {
+    if (!conflict()) return;  // the usual case: no clock read
     const auto deadline = std::chrono::steady_clock::now() + patience.value_or(options_.lock_timeout);
     while (conflict()) {
         if (detail::current_task != nullptr) {
@@ -80,9 +81,9 @@ bool store::held_by_other(const std::unordered_map<Id, std::uint64_t, Hash...>& 
 
 template <class Visit>
 void store::for_each_committed(const claim_key& key, Visit visit) const {
-    auto [first, last] = messages_by_key_.equal_range(detail::claim_key_hash{}(key));
-    for (auto it = first; it != last; ++it)
-        if (const auto& row = *committed_message(it->second); row.has_key(key)) visit(it->second, row);
+    messages_by_key_.for_each(detail::claim_key_hash{}(key), [&](std::uint64_t id) {
+        if (const auto& row = *committed_message(static_cast<message_id>(id)); row.has_key(key)) visit(static_cast<message_id>(id), row);
+    });
 }
 
 template <class Pick, class OrderBy>

@@ -88,8 +88,8 @@ std::optional<std::string> testing::kv_get(const store& s, const std::string& ke
 
 bool testing::has_claim(const store& s, const claim_key& key) {
     std::lock_guard lock(s.mutex_);
-    auto it = s.claims_.find(key);
-    return it != s.claims_.end() && it->second.committed.has_value();
+    const auto* slot = s.claims_.find(key);
+    return slot != nullptr && slot->second.committed.has_value();
 }
 
 }  // namespace seqinbox::memory

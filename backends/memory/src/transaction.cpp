@@ -85,8 +85,8 @@ bool store::transaction::insert_claim(const claim_request& request) {
 void store::transaction::delete_claim(const claim_key& key) {
     run("claim.delete", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
         // A DELETE neither sees nor waits for another transaction's uncommitted insert.
-        auto it = s.claims_.find(key);
-        if (it == s.claims_.end() || (!it->second.committed && it->second.holder != tx.id)) return;
+        const auto* slot = s.claims_.find(key);
+        if (slot == nullptr || (!slot->second.committed && slot->second.holder != tx.id)) return;
         s.hold_claim(lock, tx, key, "claim.delete").pending.reset();
     });
 }

@@ -84,9 +84,9 @@ std::vector<waiting_instance> store::waiting_longest(std::size_t limit) const {
 std::optional<instance_view> store::view_instance(const std::string& sequence, const std::string& context_id,
                                                  const message_page& page) const {
     std::lock_guard lock(mutex_);
-    auto by_sequence = instance_index_.find(sequence);
-    if (by_sequence == instance_index_.end() || !by_sequence->second.contains(context_id)) return std::nullopt;
-    return view_of(instances_.at(by_sequence->second.at(context_id)), page);
+    const auto* row = find_instance_row(sequence, context_id);
+    if (row == nullptr) return std::nullopt;
+    return view_of(*row, page);
 }
 
 std::optional<instance_view> store::view_instance(instance_id id, const message_page& page) const {
@@ -175,11 +175,9 @@ std::vector<sequence_instance> store::instances() const {
 
 std::optional<sequence_instance> store::find_instance(const std::string& sequence, const std::string& context_id) const {
     std::lock_guard lock(mutex_);
-    auto by_sequence = instance_index_.find(sequence);
-    if (by_sequence == instance_index_.end()) return std::nullopt;
-    auto it = by_sequence->second.find(context_id);
-    if (it == by_sequence->second.end()) return std::nullopt;
-    return instances_.at(it->second).row;
+    const auto* row = find_instance_row(sequence, context_id);
+    if (row == nullptr) return std::nullopt;
+    return row->row;
 }
 
 std::vector<message_record> store::messages() const {

@@ -241,7 +241,14 @@ private:
     static double used_share(const sequence_instance& i, timestamp now);
     std::vector<sequence_instance> rows_of(const std::vector<instance_id>& ids) const;
     /// The cascade of deleting an instance, with its messages, claims and requests.
-    void erase_instance(std::unordered_map<instance_id, instance_row>::iterator it);
+    void erase_instance(detail::instance_table::iterator it);
+    /// The committed instance of (sequence, context id), if there is one.
+    const instance_row* find_instance_row(const std::string& sequence, const std::string& context_id) const;
+    /// Adds `row` to, or drops it from, the index of instances by (sequence, context id).
+    void index_instance(const instance_row& row);
+    void unindex_instance(const instance_row& row);
+    /// Drops the committed row `id` of an erased or undone message from the key index.
+    void unindex_message_key(message_id id, const detail::stored_message& row);
     /// Calls `forward` with the committed WAITING messages of `instance`, in bounded pages.
     void forward_waiting_of(const instance_row& instance, const forward_waiting& forward) const;
 
@@ -264,11 +271,12 @@ private:
     message_id next_message_id_ = 1;
     std::uint64_t next_tx_ = 1;
 
-    std::unordered_map<instance_id, instance_row> instances_;
-    std::unordered_map<std::string, std::unordered_map<std::string, instance_id>> instance_index_;  // sequence, context
+    detail::instance_table instances_;
+    detail::hash_index instance_index_;  // instance_key_hash(sequence, context) -> the row's address: one lookup less
+    std::unordered_map<std::string, std::uint32_t> sequence_numbers_;  // sequence name -> instance_row::sequence_number
     std::deque<detail::stored_message> messages_;  // message id N at index N-1; ids are dense
-    std::unordered_multimap<std::size_t, message_id> messages_by_key_;  // by claim key hash: non-unique
-    std::unordered_map<claim_key, detail::claim_slot, detail::claim_key_hash> claims_;
+    detail::hash_index messages_by_key_;  // claim key hash -> message id: non-unique
+    detail::claim_table claims_;
     std::map<std::string, std::string> kv_;
 
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;

@@ -1,25 +1,36 @@
 #pragma once
 // Row and transaction bookkeeping of the in-memory store. Internal: layouts change freely.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "seqinbox/memory/detail/hash_index.hpp"
 #include "seqinbox/memory/detail/task_hook.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::memory::detail {
 
+/// The hash of a pair of strings (a claim key, an instance's sequence and context id).
+inline std::size_t pair_hash(std::string_view first, std::string_view second) noexcept {
+    const std::size_t h = std::hash<std::string_view>{}(first);
+    return h ^ (std::hash<std::string_view>{}(second) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
 struct claim_key_hash {
-    std::size_t operator()(const claim_key& k) const noexcept {
-        std::size_t h = std::hash<std::string>{}(k.type);
-        return h ^ (std::hash<std::string>{}(k.idempotence_id) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-    }
+    std::size_t operator()(const claim_key& k) const noexcept { return pair_hash(k.type, k.idempotence_id); }
 };
 
 struct claim_row {
@@ -87,11 +98,110 @@ private:
 
 struct instance_row {
     sequence_instance row;
+    std::uint32_t sequence_number = 0;       // the store's number for row.sequence: compared without reading the name
     std::optional<timestamp> closed_at;     // when it was CLOSED
     by_type<int> processed;                  // committed PROCESSED rows per type
     by_type<std::set<message_id>> waiting;   // committed WAITING rows per type
     std::vector<message_id> messages;        // every message row, for the cascade
-    std::vector<claim_key> claims;           // keys claimed for it, for the cascade
+    std::vector<std::pair<const claim_key, claim_slot>*> claims;  // slots claimed for it, for the cascade
+};
+
+/// The hash of an instance's (sequence, context id), for the store's index of them.
+inline std::size_t instance_key_hash(std::string_view sequence, std::string_view context_id) noexcept {
+    return pair_hash(sequence, context_id);
+}
+
+/// The claim slots by key. A slot once made stays: transactions holding or waiting for the key,
+/// and undo records, point to it.
+class claim_table {
+public:
+    using value_type = std::pair<const claim_key, claim_slot>;
+
+    value_type* find(const claim_key& key) {
+        const auto position = index_.find(claim_key_hash{}(key), [&](std::uint64_t p) { return slots_[p - 1].first == key; });
+        return position == 0 ? nullptr : &slots_[position - 1];
+    }
+    const value_type* find(const claim_key& key) const { return const_cast<claim_table*>(this)->find(key); }
+
+    value_type& find_or_add(const claim_key& key) {
+        if (auto* slot = find(key)) return *slot;
+        slots_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple());
+        index_.insert(claim_key_hash{}(key), slots_.size());
+        return slots_.back();
+    }
+
+    auto begin() const { return slots_.begin(); }
+    auto end() const { return slots_.end(); }
+
+private:
+    std::deque<value_type> slots_;  // stable addresses
+    hash_index index_;              // key hash -> position + 1
+};
+
+/// The instance rows by id. Ids are dense, so a row is found by position, and the table grows
+/// by appending (no rehash); a removed row leaves an empty pointer behind.
+class instance_table {
+public:
+    using value_type = std::pair<const instance_id, instance_row>;
+
+    class iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = instance_table::value_type;
+        using difference_type = std::ptrdiff_t;
+        using pointer = value_type*;
+        using reference = value_type&;
+
+        iterator() = default;
+        iterator(const std::deque<std::unique_ptr<value_type>>* rows, std::size_t at) : rows_(rows), at_(at) { skip_empty(); }
+        reference operator*() const { return *(*rows_)[at_]; }
+        pointer operator->() const { return (*rows_)[at_].get(); }
+        iterator& operator++() {
+            ++at_;
+            skip_empty();
+            return *this;
+        }
+        iterator operator++(int) {
+            auto before = *this;
+            ++*this;
+            return before;
+        }
+        bool operator==(const iterator& other) const { return at_ == other.at_; }
+        std::size_t position() const { return at_; }
+
+    private:
+        void skip_empty() {
+            while (at_ < rows_->size() && !(*rows_)[at_]) ++at_;
+        }
+        const std::deque<std::unique_ptr<value_type>>* rows_ = nullptr;
+        std::size_t at_ = 0;
+    };
+
+    iterator begin() const { return {&rows_, 0}; }
+    iterator end() const { return {&rows_, rows_.size()}; }
+    iterator find(instance_id id) const {
+        const auto at = static_cast<std::size_t>(id - 1);
+        return id > 0 && at < rows_.size() && rows_[at] ? iterator(&rows_, at) : end();
+    }
+    bool contains(instance_id id) const { return find(id) != end(); }
+    instance_row& at(instance_id id) { return row_at(id); }
+    const instance_row& at(instance_id id) const { return row_at(id); }
+    /// Ids are handed out in increasing order: `id` is past every row's.
+    instance_row& add(instance_id id, instance_row row) {
+        rows_.resize(std::max(rows_.size(), static_cast<std::size_t>(id)));
+        auto& slot = rows_[static_cast<std::size_t>(id - 1)];
+        slot = std::make_unique<value_type>(id, std::move(row));
+        return slot->second;
+    }
+    void erase(iterator it) { rows_[it.position()].reset(); }
+
+private:
+    instance_row& row_at(instance_id id) const {
+        auto it = find(id);
+        if (it == end()) throw std::out_of_range("no sequence instance " + std::to_string(id));
+        return it->second;
+    }
+    std::deque<std::unique_ptr<value_type>> rows_;  // instance id N at position N-1
 };
 
 /// Uncommitted writes of one transaction (claims live in their slots), scanned linearly.
