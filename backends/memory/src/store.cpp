@@ -40,16 +40,23 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
                                                 timestamp created_at, timestamp retain_until) {
     yield_point("instance.create_or_get");
     std::lock_guard lock(mutex_);
-    if (const auto* found = find_instance_row(sequence, context_id)) return found->row;
+    if (const auto* found = find_instance_row(sequence, context_id)) return public_row(*found);
     const instance_id id = next_instance_id_;
     unflushed_commit().created_instance = id;  // a creation does not wait for its WAL flush (synchronous_commit off)
     ++next_instance_id_;
     instance_row row;
     row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
-    row.sequence_number = sequence_numbers_.try_emplace(sequence, static_cast<std::uint32_t>(sequence_numbers_.size() + 1)).first->second;
+    const auto [named, added_name] = sequence_numbers_.try_emplace(sequence, static_cast<std::uint32_t>(sequence_numbers_.size() + 1));
+    if (added_name) sequence_names_.push_back(&named->first);
+    row.sequence_number = named->second;
     const auto& added = instances_.add(id, std::move(row));
     index_instance(added);
     return added.row;
+}
+
+sequence_instance store::public_row(const instance_row& row) const {
+    const auto& r = row.row;
+    return {r.id, *sequence_names_[row.sequence_number - 1], r.context_id, r.state, r.created_at, r.retain_until, r.remove_after};
 }
 
 void store::index_instance(const instance_row& row) {
@@ -260,18 +267,16 @@ void store::kill(detail::tx_state& tx) {
 
 void store::forget_message_indexes(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
-    if (row.state == message_state::processed) --instance.processed[row.type];
-    if (row.state == message_state::waiting) instance.waiting[row.type].erase(id);
+    if (row.state == message_state::processed) --instance.types[row.type].processed;
+    if (row.state == message_state::waiting) instance.types[row.type].waiting.erase(id);
 }
 
-void store::unindex_message_key(message_id id, const detail::stored_message& row) {
-    messages_by_key_.erase(row.key_hash, static_cast<std::uint64_t>(id));
-}
+void store::unindex_message_key(message_id id, const detail::stored_message& row) { row.slot->second.messages.remove(id); }
 
 void store::index_message(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
-    if (row.state == message_state::processed) ++instance.processed[row.type];
-    if (row.state == message_state::waiting) instance.waiting[row.type].insert(id);
+    if (row.state == message_state::processed) ++instance.types[row.type].processed;
+    if (row.state == message_state::waiting) instance.types[row.type].waiting.insert(id);
 }
 
 void store::apply_message(message_record&& row, undo_record* undo) {
@@ -279,21 +284,21 @@ void store::apply_message(message_record&& row, undo_record* undo) {
     auto* existing = committed_message(id);
     if (existing != nullptr) {
         forget_message_indexes(id, *existing);
-        const std::size_t hash = existing->key_hash;
+        auto* slot = existing->slot;
         if (undo != nullptr) undo->messages.push_back({id, std::move(*existing)});
-        *existing = detail::stored_message(std::move(row), hash);
+        *existing = detail::stored_message(std::move(row), slot);
         index_message(id, *existing);
         return;
     }
     if (undo != nullptr) undo->messages.push_back({id, std::nullopt});
-    const std::size_t hash = detail::claim_key_hash{}(claim_key{row.type, row.idempotence_id});
-    messages_by_key_.insert(hash, static_cast<std::uint64_t>(id));
+    auto& slot = claims_.find_or_add(row.type, row.idempotence_id);  // the claim's, usually: found where the claim left it
+    slot.second.messages.add(id);
     auto& listed = instances_.at(row.instance).messages;
     if (listed.empty()) listed.reserve(4);  // an instance has a few messages: one allocation, not three
     listed.push_back(id);
     if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
     auto& stored = messages_[static_cast<std::size_t>(id) - 1];
-    stored = detail::stored_message(std::move(row), hash);
+    stored = detail::stored_message(std::move(row), &slot);
     index_message(id, stored);
 }
 

@@ -81,9 +81,8 @@ bool store::held_by_other(const std::unordered_map<Id, std::uint64_t, Hash...>& 
 
 template <class Visit>
 void store::for_each_committed(const claim_key& key, Visit visit) const {
-    messages_by_key_.for_each(detail::claim_key_hash{}(key), [&](std::uint64_t id) {
-        if (const auto& row = *committed_message(static_cast<message_id>(id)); row.has_key(key)) visit(static_cast<message_id>(id), row);
-    });
+    if (const auto* slot = claims_.find(key))
+        slot->second.messages.for_each([&](message_id id) { visit(id, *committed_message(id)); });
 }
 
 template <class Pick, class OrderBy>

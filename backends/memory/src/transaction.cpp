@@ -98,7 +98,7 @@ std::vector<message_record> store::transaction::find_messages(const claim_key& k
 instance_lock store::transaction::lock_instance(instance_id instance) {
     sequence_instance row = run("instance.lock", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
         s.lock_instance_row(lock, tx, instance, "instance.lock");
-        sequence_instance row = s.instances_.at(instance).row;
+        sequence_instance row = s.public_row(s.instances_.at(instance));
         if (detail::find_in(tx.writes.closings, instance, [](auto& p) { return p.first; })) row.state = instance_state::closed;
         return row;
     });
@@ -110,15 +110,16 @@ types_by_state store::transaction::message_types(instance_id instance) {
         s.require_instance(instance);
         const instance_row& committed = s.instances_.at(instance);
         types_by_state types;
-        for (const auto& [type, count] : committed.processed)
-            if (count + s.own_processed_delta(tx, instance, type) > 0) types.processed.push_back(type);
-        // A superset is enough for `waiting`: it only spares the release pass a lookup.
-        for (const auto& [type, ids] : committed.waiting)
-            if (!ids.empty()) types.waiting.push_back(type);
+        for (const auto& [type, rows] : committed.types) {
+            if (rows.processed + s.own_processed_delta(tx, instance, type) > 0) types.processed.push_back(type);
+            // A superset is enough for `waiting`: it only spares the release pass a lookup.
+            if (!rows.waiting.empty()) types.waiting.push_back(type);
+        }
         for (const auto& own : tx.writes.messages) {  // types only this transaction wrote
             if (own.instance != instance) continue;
             auto& list = own.state == message_state::processed ? types.processed : types.waiting;
-            const bool committed_too = own.state == message_state::processed && committed.processed.find(own.type);
+            const auto* rows = committed.types.find(own.type);
+            const bool committed_too = own.state == message_state::processed && rows != nullptr && rows->processed > 0;
             if (own.state != message_state::failed && !committed_too && std::ranges::find(list, own.type) == list.end())
                 list.push_back(own.type);
         }
@@ -129,12 +130,12 @@ types_by_state store::transaction::message_types(instance_id instance) {
 std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
     return run("message.waiting", [&](store& s, detail::tx_state& tx, lock_guard&) {
         s.require_instance(instance);
-        const auto& waiting = s.instances_.at(instance).waiting;
+        const auto& committed = s.instances_.at(instance).types;
         std::vector<message_record> rows;
         for (const auto& type : types) {
-            const auto* ids = waiting.find(type);
-            if (ids == nullptr) continue;
-            for (message_id id : *ids)
+            const auto* of_type = committed.find(type);
+            if (of_type == nullptr) continue;
+            for (message_id id : of_type->waiting)
                 if (auto row = s.visible_message(tx, id); row->state == message_state::waiting)
                     rows.push_back(std::move(*row));
         }

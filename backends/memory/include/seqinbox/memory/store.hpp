@@ -244,10 +244,13 @@ private:
     void erase_instance(detail::instance_table::iterator it);
     /// The committed instance of (sequence, context id), if there is one.
     const instance_row* find_instance_row(const std::string& sequence, const std::string& context_id) const;
+    /// `row` as the store contract returns it, its sequence name copied from the store's own
+    /// (a cache line the row's own copy would cost).
+    sequence_instance public_row(const instance_row& row) const;
     /// Adds `row` to, or drops it from, the index of instances by (sequence, context id).
     void index_instance(const instance_row& row);
     void unindex_instance(const instance_row& row);
-    /// Drops the committed row `id` of an erased or undone message from the key index.
+    /// Drops the committed row `id` of an erased or undone message from its key's slot.
     void unindex_message_key(message_id id, const detail::stored_message& row);
     /// Calls `forward` with the committed WAITING messages of `instance`, in bounded pages.
     void forward_waiting_of(const instance_row& instance, const forward_waiting& forward) const;
@@ -274,9 +277,9 @@ private:
     detail::instance_table instances_;
     detail::hash_index instance_index_;  // instance_key_hash(sequence, context) -> the row's address: one lookup less
     std::unordered_map<std::string, std::uint32_t> sequence_numbers_;  // sequence name -> instance_row::sequence_number
+    std::vector<const std::string*> sequence_names_;  // by sequence_number - 1: the names above
     std::deque<detail::stored_message> messages_;  // message id N at index N-1; ids are dense
-    detail::hash_index messages_by_key_;  // claim key hash -> message id: non-unique
-    detail::claim_table claims_;
+    detail::claim_table claims_;  // also the committed messages' index by key
     std::map<std::string, std::string> kv_;
 
     std::unordered_map<instance_id, std::uint64_t> instance_locks_;

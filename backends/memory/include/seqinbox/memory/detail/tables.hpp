@@ -38,13 +38,46 @@ struct claim_row {
     timestamp created_at{};
 };
 
+/// The ids of the committed message rows of one key: nearly always one, several in old databases.
+class message_ids {
+public:
+    void add(message_id id) {
+        if (first_ == 0)
+            first_ = id;
+        else
+            more_.push_back(id);
+    }
+    void remove(message_id id) {
+        if (first_ == id) {
+            first_ = more_.empty() ? 0 : more_.back();
+            if (!more_.empty()) more_.pop_back();
+        } else {
+            std::erase(more_, id);
+        }
+    }
+    template <class Visit>
+    void for_each(Visit visit) const {
+        if (first_ == 0) return;
+        visit(first_);
+        for (message_id id : more_) visit(id);
+    }
+
+private:
+    message_id first_ = 0;  // inline: the one row most keys have costs no allocation
+    std::vector<message_id> more_;
+};
+
 /// One claim key: its committed row and, while a transaction holds the key, the row as that
 /// transaction sees it. Holding the key is the row lock an insert or delete takes in PostgreSQL.
+/// The slot also lists the key's committed message rows: the key's one index.
 struct claim_slot {
     std::optional<claim_row> committed;
     std::uint64_t holder = 0;  // 0: nobody
     std::optional<claim_row> pending;
+    message_ids messages;
 };
+
+using keyed_slot = std::pair<const claim_key, claim_slot>;
 
 /// A committed sequenced message; the payload lives on the heap because most rows have none,
 /// shared (never changed in place) so that a crash snapshot copies rows cheaply.
@@ -56,17 +89,15 @@ struct stored_message {
     timestamp created_at{};
     timestamp state_changed_at{};
     std::shared_ptr<const envelope> payload;
-    std::size_t key_hash = 0;
+    keyed_slot* slot = nullptr;  // its key's (which lists it)
     bool exists = false;  // false: never committed, or removed by a cascade
 
     stored_message() = default;
-    stored_message(message_record&& row, std::size_t hash)
+    stored_message(message_record&& row, keyed_slot* key_slot)
         : instance(row.instance), type(std::move(row.type)), idempotence_id(std::move(row.idempotence_id)),
           state(row.state), created_at(row.created_at), state_changed_at(row.state_changed_at),
-          payload(row.payload ? std::make_shared<const envelope>(std::move(*row.payload)) : nullptr), key_hash(hash),
+          payload(row.payload ? std::make_shared<const envelope>(std::move(*row.payload)) : nullptr), slot(key_slot),
           exists(true) {}
-
-    bool has_key(const claim_key& key) const { return type == key.type && idempotence_id == key.idempotence_id; }
 
     message_record record(message_id id) const {
         message_record r{id, instance, type, idempotence_id, state, created_at, state_changed_at, std::nullopt};
@@ -96,14 +127,19 @@ private:
     std::vector<std::pair<std::string, Value>> entries_;
 };
 
+/// An instance's committed rows of one type, as far as releasing needs them.
+struct type_rows {
+    int processed = 0;                // PROCESSED rows
+    std::set<message_id> waiting;     // WAITING rows
+};
+
 struct instance_row {
     sequence_instance row;
     std::uint32_t sequence_number = 0;       // the store's number for row.sequence: compared without reading the name
     std::optional<timestamp> closed_at;     // when it was CLOSED
-    by_type<int> processed;                  // committed PROCESSED rows per type
-    by_type<std::set<message_id>> waiting;   // committed WAITING rows per type
+    by_type<type_rows> types;                // committed rows per type, in one place: one cache line to read
     std::vector<message_id> messages;        // every message row, for the cascade
-    std::vector<std::pair<const claim_key, claim_slot>*> claims;  // slots claimed for it, for the cascade
+    std::vector<keyed_slot*> claims;         // slots claimed for it, for the cascade
 };
 
 /// The hash of an instance's (sequence, context id), for the store's index of them.
@@ -115,20 +151,26 @@ inline std::size_t instance_key_hash(std::string_view sequence, std::string_view
 /// and undo records, point to it.
 class claim_table {
 public:
-    using value_type = std::pair<const claim_key, claim_slot>;
+    using value_type = keyed_slot;
 
-    value_type* find(const claim_key& key) {
-        const auto position = index_.find(claim_key_hash{}(key), [&](std::uint64_t p) { return slots_[p - 1].first == key; });
+    value_type* find(std::string_view type, std::string_view idempotence_id) {
+        const auto position = index_.find(pair_hash(type, idempotence_id), [&](std::uint64_t p) {
+            const claim_key& k = slots_[p - 1].first;
+            return k.idempotence_id == idempotence_id && k.type == type;
+        });
         return position == 0 ? nullptr : &slots_[position - 1];
     }
+    value_type* find(const claim_key& key) { return find(key.type, key.idempotence_id); }
     const value_type* find(const claim_key& key) const { return const_cast<claim_table*>(this)->find(key); }
 
-    value_type& find_or_add(const claim_key& key) {
-        if (auto* slot = find(key)) return *slot;
-        slots_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple());
-        index_.insert(claim_key_hash{}(key), slots_.size());
+    value_type& find_or_add(std::string_view type, std::string_view idempotence_id) {
+        if (auto* slot = find(type, idempotence_id)) return *slot;
+        slots_.emplace_back(std::piecewise_construct, std::forward_as_tuple(claim_key{std::string(type), std::string(idempotence_id)}),
+                            std::forward_as_tuple());
+        index_.insert(pair_hash(type, idempotence_id), slots_.size());
         return slots_.back();
     }
+    value_type& find_or_add(const claim_key& key) { return find_or_add(key.type, key.idempotence_id); }
 
     auto begin() const { return slots_.begin(); }
     auto end() const { return slots_.end(); }
