@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(an_unflushed_commit_costs_what_it_changed_not_a_copy_of_the
 namespace {
 
 /// The committed state as a text: every instance and message, the derived indexes as a
-/// transaction reads them (the types per state and the WAITING rows), and the claims.
+/// transaction reads them (the types per state, the WAITING rows, the rows by key), and the claims.
 std::string describe(memory::store& s, const std::vector<claim_key>& keys) {
     std::ostringstream out;
     for (const auto& i : s.instances()) {
@@ -114,6 +114,10 @@ std::string describe(memory::store& s, const std::vector<claim_key>& keys) {
             << static_cast<int>(m.state) << ' ' << (m.payload ? m.payload->value.value_or("-") : "none") << '\n';
     out << "claims " << s.claim_count() << ':';
     for (const auto& k : keys) out << ' ' << memory::testing::has_claim(s, k);
+    for (const auto& k : keys) {  // the rows found by key: the index of messages by key
+        out << "\nkey " << k.type << '/' << k.idempotence_id << ':';
+        for (const auto& m : s.messages_with_key(k)) out << ' ' << m.id;
+    }
     return out.str();
 }
 
