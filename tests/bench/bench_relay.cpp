@@ -1,28 +1,35 @@
 // bench_relay: records/s of the relay (`seqinbox run` as a child process, 4 consumer threads,
 // batches as configured by default) on librdkafka's mock cluster and a durable throwaway
-// PostgreSQL (fsync and synchronous_commit on), against the inbox's own batch figure on the same
-// server in the same run.
+// PostgreSQL (fsync and synchronous_commit on), against the inbox's own batch figure on the
+// same records, on the same server, in the same round.
 //
-// The relay run: the input topic is preloaded with the order workload of the relay tests (orders
-// of four messages, 20 % sent twice, shuffled, each order's records on the partition of its key
-// as a keyed producer puts them, out of order within the order), then the relay starts and the benchmark reads the output topic until every released
-// message arrived. relay_records_per_s counts the input records (duplicates included: the relay
-// decides them too) from the relay's partition assignment (its log line) to the last output
-// record seen: the mock cluster holds every group's first join for 3 s, which a relay in service
-// pays once, so the join is printed apart (relay_join_s), and the rate from the process start as
-// relay_records_per_s_from_start. A run in which the mock took a thread into a later round of
-// the group's join (a rebalance, seconds with nothing decided) is run again and counted in
-// relay_rounds_rebalanced.
-// The batch run: deliveries_per_s_batch_4 of bench_postgres (tests/bench/inbox_workers.hpp), 4
-// threads delivering batches of 100 records to a database of their own on the same server;
-// relay_vs_batch_4 is the ratio of the two. Last, one relay run with each record on a random
-// partition (relay_records_per_s_scattered): every thread then meets every order, and batches
-// wait for each other's instance locks.
+// The headline, relay_records_per_s_scattered: the input topic is preloaded with the order
+// workload of the relay tests (orders of four messages, 20 % sent twice, shuffled) with each
+// record on a random partition, as independent producers spread them; then the relay starts and
+// the benchmark reads the output topic until every released message arrived. The rate counts
+// the input records (duplicates included: the relay decides them too) from the relay's partition
+// assignment (its log line; its first poll comes after it) to the last output record seen. The
+// mock cluster holds every group's first join for 3 s (a broker's group.initial.rebalance.delay.ms,
+// which a relay in service pays once): relay_join_s and relay_first_decision_s (from the process
+// start) are printed apart, and the rate from the start as ..._from_start.
+// Beside it, deliveries_per_s_batch_4_scattered: the inbox's batches (250 records, the relay's
+// default) on the same records without Kafka, 4 threads each deciding the contexts that hash to
+// it as the relay's do (scattered_batches.hpp), and the ratio relay_vs_batch_4_scattered;
+// ..._by_partition is the same with a thread per input partition (every thread meets every
+// order, and batches wait for each other's instance locks, as the relay's did before).
+// scattered_*: the relay run's breakdown per batch (relay_breakdown.hpp: the relay's own
+// timings, sampled pg_stat_activity, CPU, rows written).
+// Secondary, relay_records_per_s: each order's records on the partition of its key (a keyed
+// producer), beside deliveries_per_s_batch_4 of bench_postgres (tests/bench/inbox_workers.hpp, 4
+// threads delivering batches of 100 records of fresh contexts). A relay run in which the mock
+// took the relay into a later round of the group's join (a rebalance, seconds with nothing
+// decided) is run again and counted in relay_rounds_rebalanced.
 //
 //   bench_relay [--records N] [--rounds N] [--seconds N] [--quick] [-- RELAY OPTION...]
 //       --records: input records of a relay run (default 20,000); --rounds: relay and batch runs
 //       (default 3, figures are medians); --seconds: length of a batch run (default 3); --quick:
-//       one round of 1,000 records and a batch run of 600 deliveries, for the CTest smoke run. Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
+//       one round of 1,000 records and a batch run of 600 deliveries, for the CTest smoke run.
+//       Options after `--` go to `seqinbox run` (e.g. --batch-linger 20ms).
 //
 // Prints one `name value` pair per line. Exits non-zero when a check fails: an output record
 // missing, repeated or altered, a context's output out of declared order, a message not
@@ -338,7 +345,8 @@ relay_figures run_relay(pg_server& server, std::size_t records, const std::vecto
     relay_figures f;
     f.input_records = work.records.size();
     f.output_records = work.logical;
-    f.db_commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+    f.db_commits = count(conninfo, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") -
+                   static_cast<long long>(activity.samples());
     const auto assigned = assignment_time(relay.log());
     f.join_s = std::chrono::duration<double>(assigned - started).count();
     f.seconds = std::chrono::duration<double>(*last_output - assigned).count();
@@ -366,17 +374,29 @@ double run_batches(pg_server& server, const run_length& length) {
     return r.deliveries_per_s();
 }
 
-/// deliveries_per_s_batch_4 on the relay's scattered records: the inbox's batches, one thread
-/// per input partition, in a database of its own (scattered_batches.hpp).
-double run_scattered_batches(pg_server& server, std::size_t records) {
+/// How the inbox's batch run splits the records among its threads: as the relay does (by
+/// context), or a thread per input partition (as the relay did before: every thread meets
+/// every order).
+enum class split { by_context, by_partition };
+
+std::vector<std::vector<si::envelope>> split_records(const si::testing::order_workload& work, split how) {
+    if (how == split::by_partition)
+        return work.by_partition(seqinbox::test::input_partitions, seed, si::testing::placement::random_partition);
+    std::vector<std::vector<si::envelope>> threads(relay_threads);
+    for (const auto& record : work.records) threads[std::hash<std::string>{}(record.key.value_or("")) % relay_threads].push_back(record);
+    return threads;
+}
+
+/// deliveries_per_s_batch_4 on the relay's scattered records: the inbox's batches on 4 threads,
+/// in a database of its own (scattered_batches.hpp).
+double run_scattered_batches(pg_server& server, std::size_t records, split how) {
     const std::string conninfo = server.create_database();
     pg::migrate(conninfo);
     pg::store store({.conninfo = conninfo, .pool_size = 2 * relay_threads + 4});
     const auto work = workload_of(records);
     const auto decls = si::yaml::load_string<std::string>(seqinbox::test::declarations_yaml, "orders.yaml", si::yaml::registry<std::string>{},
                                                           {.missing_context_id = si::yaml::relay_missing_context_id});
-    const double per_s = decide_partitions(store, decls, work.by_partition(seqinbox::test::input_partitions, seed, si::testing::placement::random_partition),
-                                           relay_batch_records);
+    const double per_s = decide_partitions(store, decls, split_records(work, how), relay_batch_records);
     require(count(conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'PROCESSED'") == static_cast<long long>(work.logical),
             "scattered batches: not every message is PROCESSED");
     return per_s;
@@ -399,7 +419,7 @@ relay_figures run_unrebalanced_relay(pg_server& server, const options& o, si::te
 /// under the same load (the machine is shared and noisy), and printed as the median of the rounds.
 struct round_figures {
     relay_figures scattered, keyed;
-    double scattered_batches = 0, batches = 0;
+    double scattered_batches = 0, scattered_batches_by_partition = 0, batches = 0;
 };
 
 void print_breakdown(const std::vector<round_figures>& rounds) {
@@ -425,7 +445,8 @@ void run(const options& o) {
     for (std::size_t round = 0; round < o.rounds; ++round) {
         round_figures r;
         r.scattered = run_unrebalanced_relay(server, o, si::testing::placement::random_partition, rebalanced);
-        r.scattered_batches = run_scattered_batches(server, o.records);
+        r.scattered_batches = run_scattered_batches(server, o.records, split::by_context);
+        r.scattered_batches_by_partition = run_scattered_batches(server, o.records, split::by_partition);
         r.keyed = run_unrebalanced_relay(server, o, si::testing::placement::partition_of_context, rebalanced);
         r.batches = run_batches(server, o.batch_run);
         rounds.push_back(std::move(r));
@@ -442,6 +463,7 @@ void run(const options& o) {
     print("relay_records_per_s_scattered", medians([](const round_figures& r) { return r.scattered.per_s(); }));
     print("deliveries_per_s_batch_4_scattered", medians([](const round_figures& r) { return r.scattered_batches; }));
     print("relay_vs_batch_4_scattered", medians([](const round_figures& r) { return r.scattered.per_s() / r.scattered_batches; }));
+    print("deliveries_per_s_batch_4_scattered_by_partition", medians([](const round_figures& r) { return r.scattered_batches_by_partition; }));
     print("relay_first_decision_s", medians([](const round_figures& r) { return r.scattered.first_decision_s; }));
     print("relay_join_s", medians([](const round_figures& r) { return r.scattered.join_s; }));
     print("relay_records_per_s_scattered_from_start", medians([](const round_figures& r) { return r.scattered.per_s_from_start; }));

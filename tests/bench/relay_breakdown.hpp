@@ -67,6 +67,9 @@ public:
         return s;
     }
 
+    /// Samples taken: each is one transaction of the database (pg_stat_database counts it).
+    std::size_t samples() const noexcept { return rounds_; }
+
     /// The CPU seconds of the server processes seen serving the database.
     double server_cpu_seconds() const {
         double total = 0;

@@ -5,7 +5,11 @@
 // Batches of different threads then hold different instances and never wait for each other's
 // instance locks, which they did on scattered input when each thread decided its own
 // partitions (a batch waited for most of the batches in flight: see README, Performance).
-// Bounded: the poller waits while `capacity` records are queued. Thread-safe.
+// The poller takes more while a thread has less than a batch queued, up to `max_bytes` of records
+// queued in all: the consumer hands out a partition's fetched records in a run (thousands of
+// small ones), so a thread's queue may have to hold a run before the next partition's records
+// reach the others. Thread-safe.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -19,16 +23,17 @@ namespace seqinbox::relay::detail {
 
 class record_router {
 public:
-    record_router(std::size_t threads, std::size_t capacity) : queues_(threads), capacity_(capacity) {}
+    /// `batch`: the records a thread decides at once.
+    record_router(std::size_t threads, std::size_t batch, std::size_t max_bytes) : queues_(threads), batch_(batch), max_bytes_(max_bytes) {}
 
     std::size_t threads() const noexcept { return queues_.size(); }
 
-    /// Waits until fewer than `capacity` records are queued, or `timeout` passed, or stop();
-    /// whether there is room.
+    /// Waits until a thread has less than a batch queued and less than max_bytes are queued in
+    /// all, or `timeout` passed, or stop(); whether more records are wanted.
     bool wait_for_room(std::chrono::milliseconds timeout) {
         std::unique_lock lock(mutex_);
-        room_.wait_for(lock, timeout, [&] { return stopped_ || queued_ < capacity_; });
-        return !stopped_ && queued_ < capacity_;
+        room_.wait_for(lock, timeout, [&] { return stopped_ || wanted(); });
+        return !stopped_ && wanted();
     }
 
     /// Queues `by_thread[n]` for thread n, after the records queued before.
@@ -37,8 +42,8 @@ public:
             const std::lock_guard lock(mutex_);
             for (std::size_t n = 0; n < by_thread.size(); ++n)
                 for (auto& record : by_thread[n]) {
+                    bytes_ += size_of(record);
                     queues_.at(n).push_back(std::move(record));
-                    ++queued_;
                 }
         }
         arrived_.notify_all();
@@ -53,10 +58,10 @@ public:
         arrived_.wait_for(lock, linger, [&] { return stopped_ || queue.size() >= max; });
         std::vector<envelope> records;
         while (!queue.empty() && records.size() < max) {
+            bytes_ -= size_of(queue.front());
             records.push_back(std::move(queue.front()));
             queue.pop_front();
         }
-        queued_ -= records.size();
         room_.notify_all();
         return records;
     }
@@ -79,16 +84,27 @@ public:
             for (auto& record : queue) records.push_back(std::move(record));
             queue.clear();
         }
-        queued_ = 0;
+        bytes_ = 0;
         return records;
     }
 
 private:
+    bool wanted() const {
+        return bytes_ < max_bytes_ && std::ranges::any_of(queues_, [&](const auto& queue) { return queue.size() < batch_; });
+    }
+
+    /// What a queued record weighs: its key, value and headers, and the envelope itself.
+    static std::size_t size_of(const envelope& record) {
+        std::size_t bytes = sizeof(envelope) + (record.key ? record.key->size() : 0) + (record.value ? record.value->size() : 0);
+        for (const auto& [name, value] : record.headers) bytes += name.size() + value.size();
+        return bytes;
+    }
+
     std::mutex mutex_;
     std::condition_variable arrived_, room_;
     std::vector<std::deque<envelope>> queues_;
-    std::size_t capacity_;
-    std::size_t queued_ = 0;
+    std::size_t batch_, max_bytes_;
+    std::size_t bytes_ = 0;
     bool stopped_ = false;
 };
 

@@ -149,7 +149,7 @@ public:
           topics_checked_(check_topics()),
           sources_(join_group()),
           retries_(*metrics_.shared_registry()),
-          router_(options_.consumer_threads, router_capacity(options_)),
+          router_(options_.consumer_threads, options_.batch_size, max_routed_bytes),
           members_(make_members()),
           batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
@@ -233,9 +233,9 @@ private:
         return members;
     }
 
-    /// Records routed and not yet decided: two batches per consumer thread, so that a thread
-    /// finds its next batch queued when it ends one.
-    static std::size_t router_capacity(const relay_options& o) { return 2 * o.consumer_threads * o.batch_size; }
+    /// Records routed and not yet decided weigh at most about this much (record_router.hpp), as
+    /// much as librdkafka's own prefetch by default (queued.max.messages.kbytes).
+    static constexpr std::size_t max_routed_bytes = std::size_t{64} << 20;
 
     /// The poller's source: its report lines name the poller, so the log shows the assignments.
     kafka::source_options source_options() {
