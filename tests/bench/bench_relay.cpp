@@ -351,8 +351,10 @@ relay_figures run_relay(pg_server& server, std::size_t records, const std::vecto
     f.join_s = std::chrono::duration<double>(assigned - started).count();
     f.seconds = std::chrono::duration<double>(*last_output - assigned).count();
     f.per_s_from_start = static_cast<double>(f.input_records) / std::chrono::duration<double>(*last_output - started).count();
-    // A generation after the first revokes the partitions of the one before (the stop does too).
-    f.rebalanced = occurrences(relay.log().substr(0, relay.log().find("stopping on SIGTERM")), "': revoked ") > 0;
+    // A generation after the first revokes the partitions of the one before (the stop does too;
+    // a member that joins while the group's first join is pending has none to revoke).
+    const std::string before_stop = relay.log().substr(0, relay.log().find("stopping on SIGTERM"));
+    f.rebalanced = occurrences(before_stop, "': revoked ") > occurrences(before_stop, "': revoked 0 partitions");
     f.first_decision_s = std::chrono::duration<double>(first_decision_time(relay.log()) - started).count();
     f.per_batch = per_batch_breakdown(relay_batch_line(relay.log()), activity.seconds(), relay_cpu_s, server_cpu_s,
                                       count(conninfo, "SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database"
