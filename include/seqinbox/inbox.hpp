@@ -229,6 +229,11 @@ public:
             return std::numeric_limits<std::size_t>::max();
     }
 
+    /// The context id `record` would be sequenced under; nothing when it would not be
+    /// (undecodable, unknown type, filtered out, no context id). No effect: for callers that
+    /// spread records over threads by context (the relay). Defined in detail/inbox_classify.hpp.
+    std::optional<std::string> context_id_of(const envelope& record) const noexcept;
+
     /// Executes pending operator actions (docs/operations.md): up to `pages` pages of `page_size` instances,
     /// each in one transaction under its instance lock, then a release pass and closing where
     /// complete. Returns how many actions ran. Several service instances may run it at once.

@@ -45,16 +45,32 @@ struct order_workload {
     /// one, or the one of its order (its key).
     void produce(mock_cluster& cluster, const std::string& topic, int partitions, std::uint64_t seed, std::size_t from = 0,
                  std::size_t to = static_cast<std::size_t>(-1), placement where = placement::random_partition) const {
-        std::mt19937_64 rng(seed);
-        const auto count = static_cast<std::uint64_t>(partitions);
+        const auto partition_of = partitions_of(partitions, seed, where);
         for (std::size_t i = from; i < std::min(to, records.size()); ++i) {
             envelope e = records[i];
             e.topic = topic;
-            const std::uint64_t random = rng();
-            const std::uint64_t pick = where == placement::random_partition ? random : std::hash<std::string>{}(e.key.value_or(""));
-            cluster.produce_async(topic, e, static_cast<std::int32_t>(pick % count));
+            cluster.produce_async(topic, e, partition_of(e));
         }
         cluster.flush();
+    }
+
+    /// The records of each of `partitions` partitions, in produce order, as produce() places all
+    /// of them (bench_relay decides them without Kafka too).
+    std::vector<std::vector<envelope>> by_partition(int partitions, std::uint64_t seed, placement where) const {
+        std::vector<std::vector<envelope>> placed(static_cast<std::size_t>(partitions));
+        const auto partition_of = partitions_of(partitions, seed, where);
+        for (const auto& e : records) placed[static_cast<std::size_t>(partition_of(e))].push_back(e);
+        return placed;
+    }
+
+private:
+    /// Called once per record in produce order: that record's partition.
+    static std::function<std::int32_t(const envelope&)> partitions_of(int partitions, std::uint64_t seed, placement where) {
+        return [rng = std::mt19937_64(seed), count = static_cast<std::uint64_t>(partitions), where](const envelope& e) mutable {
+            const std::uint64_t random = rng();
+            const std::uint64_t pick = where == placement::random_partition ? random : std::hash<std::string>{}(e.key.value_or(""));
+            return static_cast<std::int32_t>(pick % count);
+        };
     }
 };
 

@@ -92,6 +92,8 @@ public:
         return 0;
     }
 
+    pid_t pid() const noexcept { return pid_; }
+
 private:
     std::filesystem::path log_file_;
     pid_t pid_ = -1;

@@ -10,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "batch_timings.hpp"
 #include "health_board.hpp"
 #include "job_schedule.hpp"
+#include "record_router.hpp"
 #include "retry_board.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/inbox.hpp"
@@ -88,9 +90,18 @@ const kafka::cluster_config& default_cluster(const relay_options& o) {
     misconfigured("no default Kafka cluster (the one without a name) is configured: it holds the output and dead-letter topics");
 }
 
+/// A relay that crashed stays in its group until its session times out, and a relay started
+/// in its place decides nothing until then: librdkafka's 45 s cost 89 s on the mock cluster from
+/// the restart to the assignment, 10 s cost 19 s. Heartbeats come from librdkafka's own thread,
+/// so a long batch does not end a session; a longer one is a --consumer-property away.
+constexpr const char* default_session_timeout_ms = "10000";
+
 std::vector<kafka::cluster_config> consumer_clusters(const relay_options& o) {
     auto clusters = o.clusters;
-    for (auto& c : clusters) c.consumer.try_emplace("group.id", "seqinbox-relay");
+    for (auto& c : clusters) {
+        c.consumer.try_emplace("group.id", "seqinbox-relay");
+        c.consumer.try_emplace("session.timeout.ms", default_session_timeout_ms);
+    }
     return clusters;
 }
 
@@ -147,6 +158,7 @@ public:
           topics_checked_(check_topics()),
           sources_(join_group()),
           retries_(*metrics_.shared_registry()),
+          router_(options_.consumer_threads, options_.batch_size, max_routed_bytes),
           members_(make_members()),
           batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
@@ -167,6 +179,7 @@ public:
                                       " connections): batches of " + std::to_string(batch_size_) +
                                       " records; a larger max_locks_per_transaction allows larger ones");
         for (std::size_t n = 1; n <= options_.consumer_threads; ++n) consumers_.emplace_back([this, n] { consume(n, *members_[n - 1]); });
+        poller_ = std::thread([this] { poll_and_route(); });
         schedule_ = std::make_unique<detail::job_schedule>(std::vector<detail::job_schedule::job>{
             {options_.actions_every, [this](const std::stop_token&) { run_job("pending actions", [this] { run_actions(); }); }},
             {options_.housekeeping_every,
@@ -180,8 +193,12 @@ public:
         if (stopped_.exchange(true)) return;
         stopping_ = true;  // the consumer threads end their batches meanwhile
         if (schedule_) schedule_->stop();  // a housekeeping run ends after its batch in progress
+        router_.stop();
+        if (poller_.joinable()) poller_.join();
         for (auto& t : consumers_) t.join();
+        for (const auto& record : router_.take_all()) sources_.front()->redeliver(record);  // never decided: not committed
         for (const auto& source : sources_) source->close();  // commits what was decided, leaves the group
+        note(log_level::info, timings_.describe(store_.statistics().round_trips));
         note(log_level::info, "relay stopped");
     }
 
@@ -195,12 +212,12 @@ public:
     }
 
 private:
-    /// What one consumer thread decides: its own group member, so that Kafka gives each partition
-    /// (and the contexts keyed to it) to one thread; a batch then never waits for another
-    /// thread's batch holding the same instances. Its own inbox object, on the shared store.
+    /// What one consumer thread decides: the records the poller routes to it (the contexts whose
+    /// id hashes to it, whatever their partitions), with its own inbox object on the shared store.
     struct member {
-        member(impl& relay, kafka::source& source, std::vector<kafka::source*> group)
-            : watched(source, relay.retries_, std::move(group)),
+        member(impl& relay, kafka::source& source, std::size_t thread)
+            : watched(source, relay.retries_, relay.router_, thread,
+                      {.first = kafka::source_options{}.poll_timeout, .linger = relay.options_.batch_linger}),
               inbox(relay.store_, watched, relay.dead_letters_, relay.decls_,
                     {.decoder = {relay.options_.type_header, relay.options_.idempotence_header},
                      .metrics = relay.metrics_,
@@ -209,32 +226,36 @@ private:
         inbox_type inbox;
     };
 
-    /// One source per consumer thread, all subscribed before any thread polls, so that the
-    /// group's first join takes them all (a later member forces another round).
+    /// The relay's one member of its consumer group. Its poller routes each record to the
+    /// consumer thread of its context: with a member per thread (each deciding its own
+    /// partitions), a context whose records are spread over partitions was decided by every
+    /// thread, and their batches waited for each other's instance locks.
     std::vector<std::unique_ptr<kafka::source>> join_group() {
         std::vector<std::unique_ptr<kafka::source>> sources;
-        for (std::size_t n = 1; n <= options_.consumer_threads; ++n)
-            sources.push_back(std::make_unique<kafka::source>(source_options(n), decls_, options_.input_topic));
+        sources.push_back(std::make_unique<kafka::source>(source_options(), decls_, options_.input_topic));
         return sources;
     }
 
     std::vector<std::unique_ptr<member>> make_members() {
-        std::vector<kafka::source*> group;
-        for (const auto& source : sources_) group.push_back(source.get());
         std::vector<std::unique_ptr<member>> members;
-        for (const auto& source : sources_) members.push_back(std::make_unique<member>(*this, *source, group));
+        for (std::size_t n = 0; n < options_.consumer_threads; ++n) members.push_back(std::make_unique<member>(*this, *sources_.front(), n));
         return members;
     }
 
-    /// Consumer thread `n`'s source: its report lines name the thread, so the log shows which
-    /// thread was assigned which partitions.
-    kafka::source_options source_options(std::size_t n) {
+    /// Records routed and not yet decided weigh at most about this much (record_router.hpp), as
+    /// much as librdkafka's own prefetch by default (queued.max.messages.kbytes).
+    static constexpr std::size_t max_routed_bytes = std::size_t{64} << 20;
+
+    /// The poller's source: its report lines name the poller, so the log shows the assignments.
+    kafka::source_options source_options() {
         kafka::source_options o;
         o.clusters = consumer_clusters(options_);
         o.batch_linger = options_.batch_linger;
-        o.report = [this, n](std::string_view line) { note(log_level::info, consumer_name(n) + ": kafka: " + std::string(line)); };
+        o.report = [this](std::string_view line) { note(log_level::info, std::string(poller_name) + ": kafka: " + std::string(line)); };
         return o;
     }
+
+    static constexpr std::string_view poller_name = "poller";
 
     static std::string consumer_name(std::size_t n) { return "consumer " + std::to_string(n); }
 
@@ -300,6 +321,34 @@ private:
         };
     }
 
+    /// Takes records from the Kafka source while the consumer threads' queues have room, and
+    /// queues each for the thread of its context (a record without one: of its partition).
+    void poll_and_route() {
+        const std::string part(poller_name);
+        thread_part = part;
+        while (!stopping_) {
+            try {
+                if (router_.wait_for_room(kafka::source_options{}.poll_timeout)) route(sources_.front()->poll_batch(batch_size_ * router_.threads()));
+                health_.fine(part);
+            } catch (const std::exception& e) {
+                health_.failing(part, e.what());
+                note(log_level::error, part + ": " + e.what());
+                pause_unless_stopping();
+            }
+        }
+    }
+
+    void route(std::vector<envelope> records) {
+        std::vector<std::vector<envelope>> by_thread(router_.threads());
+        for (auto& record : records) {
+            const auto context = members_.front()->inbox.context_id_of(record);
+            const std::size_t hash = context ? std::hash<std::string>{}(*context)
+                                             : std::hash<std::string>{}(record.topic) + static_cast<std::size_t>(record.partition);
+            by_thread[hash % by_thread.size()].push_back(std::move(record));
+        }
+        router_.push(std::move(by_thread));
+    }
+
     void consume(std::size_t n, member& m) {
         const std::string part = consumer_name(n);
         thread_part = part;
@@ -326,7 +375,19 @@ private:
         const struct done_batch {
             ~done_batch() { batch_publications = nullptr; }
         } done;
-        m.inbox.poll_batch(batch_size_, {.before_commit = [this, &publications] { await(publications); }});
+        detail::batch_timings::batch b;
+        b.started = b.awaiting = b.awaited = detail::batch_timings::clock::now();
+        b.records = m.inbox
+                        .poll_batch(batch_size_, {.before_commit =
+                                                      [this, &publications, &b] {
+                                                          b.awaiting = detail::batch_timings::clock::now();
+                                                          await(publications);
+                                                          b.awaited = detail::batch_timings::clock::now();
+                                                      }})
+                        .size();
+        b.ended = detail::batch_timings::clock::now();
+        b.polled = b.records > 0 ? m.watched.polled_at() : b.ended;
+        timings_.add(b);
     }
 
     /// Every publication of the batch acknowledged, or the batch does not commit.
@@ -391,9 +452,10 @@ private:
     kafka::dead_letter_sink dead_letters_;
     kafka::publisher publisher_;
     [[maybe_unused]] bool topics_checked_;  // before sources_: see check_topics()
-    std::vector<std::unique_ptr<kafka::source>> sources_;  // one per consumer thread
+    std::vector<std::unique_ptr<kafka::source>> sources_;  // the relay's group member (one)
     metrics::prometheus_metrics metrics_;
     detail::retry_board retries_;
+    detail::record_router router_;
     std::vector<std::unique_ptr<member>> members_;  // members_[n - 1] is consumer thread n's
     /// options_.batch_size within what one batch transaction may decide (the store's lock table,
     /// see pg::store::max_batch_records): a poll is then one transaction, and a consumer thread
@@ -401,9 +463,11 @@ private:
     std::size_t batch_size_;
     housekeeper_type housekeeper_;
     detail::health_board health_;
+    detail::batch_timings timings_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> stopped_{false};
     std::vector<std::thread> consumers_;
+    std::thread poller_;
     std::unique_ptr<detail::job_schedule> schedule_;
     operator_api<pg::store> api_;
     http_endpoint http_;  // last: its routes use the members above, and it stops first

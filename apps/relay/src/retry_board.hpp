@@ -8,6 +8,7 @@
 // decided alone when it comes again: while any such record is undecided, the relay decides one
 // record at a time, so that only the message whose publish fails becomes FAILED.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "record_router.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
@@ -138,17 +140,39 @@ private:
     metrics::gauge_family* retrying_;
 };
 
-/// One consumer thread's message source: its Kafka source (its own member of the relay's group),
-/// telling the retry board, which all members share, what it gives back and what is decided.
+/// One consumer thread's message source: the records the relay's poller routed to the thread
+/// (record_router.hpp), or those of its own Kafka source when it has no router (the tests);
+/// deciding and giving back go to the Kafka source, and to the retry board, which every thread
+/// shares.
 class watched_source {
 public:
+    /// How long a thread waits for the first record of its queue, and then for more.
+    struct queue_waits {
+        std::chrono::milliseconds first{100};
+        std::chrono::milliseconds linger{5};
+    };
+
     /// `group`: every member's source, `source` among them.
     watched_source(kafka::source& source, retry_board& board, std::vector<kafka::source*> group)
         : source_(&source), board_(&board), group_(std::move(group)) {}
     watched_source(kafka::source& source, retry_board& board) : watched_source(source, board, {&source}) {}
+    /// Consumer thread `thread` (0-based) of a relay whose one Kafka source is `source`.
+    watched_source(kafka::source& source, retry_board& board, record_router& router, std::size_t thread, queue_waits waits)
+        : source_(&source), board_(&board), group_{&source}, router_(&router), thread_(thread), waits_(waits) {}
 
-    std::optional<envelope> poll() { return source_->poll(); }
-    std::vector<envelope> poll_batch(std::size_t max) { return source_->poll_batch(max); }
+    std::optional<envelope> poll() {
+        if (!router_) return source_->poll();
+        auto records = router_->take(thread_, 1, waits_.first, std::chrono::milliseconds(0));
+        if (records.empty()) return std::nullopt;
+        return std::move(records.front());
+    }
+    std::vector<envelope> poll_batch(std::size_t max) {
+        auto records = router_ ? router_->take(thread_, max, waits_.first, waits_.linger) : source_->poll_batch(max);
+        polled_at_ = std::chrono::steady_clock::now();
+        return records;
+    }
+    /// When the last poll_batch returned (batch_timings.hpp); for the polling thread.
+    std::chrono::steady_clock::time_point polled_at() const noexcept { return polled_at_; }
 
     void acknowledge(const envelope& record) {
         source_->acknowledge(record);
@@ -193,6 +217,10 @@ private:
     kafka::source* source_;
     retry_board* board_;
     std::vector<kafka::source*> group_;
+    record_router* router_ = nullptr;
+    std::size_t thread_ = 0;
+    queue_waits waits_{};
+    std::chrono::steady_clock::time_point polled_at_{};
 };
 
 }  // namespace seqinbox::relay::detail

@@ -50,6 +50,20 @@ auto basic_inbox<Store, Source, ErrorSink, Policies>::classify(const envelope& r
     return d;
 }
 
+template <class Store, class Source, class ErrorSink, class Policies>
+std::optional<std::string> basic_inbox<Store, Source, ErrorSink, Policies>::context_id_of(const envelope& record) const noexcept {
+    try {
+        auto m = decoder_.decode(record);
+        std::string qualified = m.type;
+        if (const auto* resolver = catalog_.resolver(m.type)) qualified = qualify(m.type, resolver->resolve(m.message, record));
+        const entry* type = catalog_.find(qualified);
+        if (type == nullptr || (type->declaration->filter && !type->declaration->filter(m.message, record))) return std::nullopt;
+        return type->declaration->context_id(m.message, record);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
 /// Why the store could not keep this delivery's keys or buffered record, or "".
 template <class Store, class Source, class ErrorSink, class Policies>
 std::string basic_inbox<Store, Source, ErrorSink, Policies>::unstorable(const delivery& d) {

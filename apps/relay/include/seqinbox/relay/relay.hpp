@@ -63,7 +63,10 @@ struct relay_options {
     /// Headers carrying the message type and the idempotence id.
     std::string type_header = "message-type";
     std::string idempotence_header = "idempotence-id";
-    /// Each consumer thread is a consumer-group member of its own, so each partition is one thread's.
+    /// Threads deciding records. The relay is one member of its consumer group: one thread polls
+    /// and queues each record for the consumer thread its context id hashes to, so that one
+    /// thread decides all of a context's records, whatever partitions they arrive on, and batches
+    /// of different threads never wait for each other's instance locks.
     std::size_t consumer_threads = 1;
     /// Each consumer thread decides up to batch_size records in one transaction, taking what the
     /// consumer fetched plus what arrives within batch_linger; the batch's publications are
