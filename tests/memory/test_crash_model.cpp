@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "seqinbox/memory/store.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/memory/testing.hpp"
 
 // Counts the allocations made while `counting` is set (this test binary only).
@@ -90,6 +92,37 @@ BOOST_AUTO_TEST_CASE(an_unflushed_commit_costs_what_it_changed_not_a_copy_of_the
     // Copying 2,000 instances with their messages and claims takes tens of thousands.
     BOOST_TEST(creation < 100u, "allocations of an unflushed instance creation: " << creation);
     BOOST_TEST(step_beside < 100u, "allocations of an unflushed state step: " << step_beside);
+}
+
+BOOST_AUTO_TEST_CASE(a_removed_instance_leaves_no_claim_slot_behind) {
+    // Keys claimed, keys stored without a claim (the no_claim strategy, old databases, a claim a
+    // crash lost), claims rolled back: once housekeeping removed their instances, nothing stays.
+    memory::store s;
+    const timestamp later = t0 + std::chrono::hours(2);
+    for (int i = 0; i < 300; ++i) {
+        const std::string context = "ctx-" + std::to_string(i);
+        const auto instance = s.create_or_get_instance("S", context, t0, t0 + std::chrono::hours(1));
+        auto tx = s.begin();
+        if (i % 3 == 0) tx.claim({{"A", context}, instance.id, t0});
+        tx.store_message(row(instance.id, {"A", context}, message_state::processed));
+        if (i % 3 == 1) tx.claim({{"B", context}, instance.id, t0});
+        if (i % 3 == 2) {
+            tx.rollback();
+            tx = s.begin();
+            tx.claim({{"B", context}, instance.id, t0});
+            tx.store_message(row(instance.id, {"B", context}, message_state::processed));
+        }
+        tx.commit();
+    }
+    BOOST_TEST(memory::testing::claim_slots(s) > 0u);
+    scan_position from;
+    s.mark_expired(later, std::chrono::seconds(0), 1'000, from);
+    scan_position after;
+    const auto ids = s.removable_instances(later, 1'000, after);
+    BOOST_TEST(ids.size() == 300u);
+    BOOST_TEST(s.remove_instances(ids, removal_condition::expired(later), [](const sequence_instance&, std::span<const message_record>) {}) == 300u);
+    BOOST_TEST(memory::testing::claim_slots(s) == 0u);
+    BOOST_TEST(s.claim_count() == 0u);
 }
 
 namespace {

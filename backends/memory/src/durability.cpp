@@ -55,9 +55,10 @@ void store::undo(undo_record& record) {
     }
     for (auto& change : std::views::reverse(record.messages)) undo_message(change.id, std::move(change.before));
     for (auto& change : std::views::reverse(record.claims)) {
-        auto& [key, slot] = *change.slot;
-        if (change.listed) instances_.at(slot.committed->instance).claims.pop_back();
-        slot.committed = change.before;
+        auto& held = claims_.find_or_add(change.key);
+        if (change.listed) instances_.at(held.second.committed->instance).claims.pop_back();
+        held.second.committed = change.before;
+        claims_.release_if_unused(held);
     }
     if (record.created_instance) {
         auto it = instances_.find(*record.created_instance);
@@ -79,6 +80,7 @@ void store::undo_message(message_id id, std::optional<detail::stored_message>&& 
     }
     instances_.at(row.instance).messages.pop_back();  // the commit appended it; later ones are undone
     unindex_message_key(id, row);
+    claims_.release_if_unused(*row.slot);
     row = detail::stored_message{};
 }
 

@@ -153,11 +153,15 @@ void store::erase_instance(detail::instance_table::iterator it) {
         message_actions_.erase(m);
         auto& row = *committed_message(m);
         unindex_message_key(m, row);
+        claims_.release_if_unused(*row.slot);
         row = detail::stored_message{};
     }
-    // The slot itself stays: a transaction holding the key, or waiting for it, refers to it.
-    for (auto* c : it->second.claims)
+    // A slot stays while a transaction holds the key or waits for it (claim_slot::unused); one
+    // listed here may have been given back and reused since its claim was deleted: it is checked.
+    for (auto* c : it->second.claims) {
         if (c->second.committed && c->second.committed->instance == id) c->second.committed.reset();
+        claims_.release_if_unused(*c);
+    }
     unindex_instance(it->second);
     instances_.erase(it);
     cv_.notify_all();

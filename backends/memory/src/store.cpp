@@ -166,6 +166,11 @@ std::vector<message_record> store::visible_messages(detail::tx_state& tx, const 
 detail::claim_slot& store::hold_claim(lock_guard& lock, detail::tx_state& tx, const claim_key& key, std::string_view label) {
     auto& held = claims_.find_or_add(key);
     detail::claim_slot& slot = held.second;
+    ++slot.waiters;  // keeps the slot while this transaction waits (claim_slot::unused)
+    struct done_waiting {
+        detail::claim_slot& slot;
+        ~done_waiting() { --slot.waiters; }
+    } done{slot};
     wait_while(lock, &tx, label, [&] { return slot.holder != 0 && slot.holder != tx.id; });
     if (slot.holder != tx.id) {
         slot.holder = tx.id;
@@ -210,6 +215,7 @@ void store::release_locks(detail::held_locks& locks, const detail::held_locks& k
     for (std::size_t i = kept.claims.size(); i < locks.claims.size(); ++i) {
         locks.claims[i]->second.holder = 0;
         locks.claims[i]->second.pending.reset();
+        claims_.release_if_unused(*locks.claims[i]);  // a claim rolled back, or deleted
     }
     for (std::size_t i = kept.instances.size(); i < locks.instances.size(); ++i) instance_locks_.erase(locks.instances[i]);
     for (std::size_t i = kept.messages.size(); i < locks.messages.size(); ++i) message_locks_.erase(locks.messages[i]);
@@ -306,7 +312,7 @@ void store::apply(detail::tx_state& tx, undo_record* undo) {
     for (auto* held : tx.locks.claims) {
         auto& slot = held->second;
         const bool listed = slot.pending && !slot.committed;
-        if (undo != nullptr) undo->claims.push_back({held, slot.committed, listed});
+        if (undo != nullptr) undo->claims.push_back({held->first, slot.committed, listed});
         if (listed) instances_.at(slot.pending->instance).claims.push_back(held);
         slot.committed = slot.pending;
     }

@@ -22,7 +22,7 @@ namespace seqinbox::memory {
 /// change meets the state it was made on. Costs what the commit changed (see testing::crash).
 struct store::undo_record {
     struct claim_change {
-        detail::claim_table::value_type* slot;  // slots outlive the record (see claim_table)
+        claim_key key;  // by key: a slot nothing refers to is given back, and its key's may be another
         std::optional<detail::claim_row> before;
         bool listed;  // the key was appended to its instance's claims
     };

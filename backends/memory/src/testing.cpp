@@ -79,6 +79,11 @@ void testing::delete_instance(store& s, instance_id id) {
     }
 }
 
+std::size_t testing::claim_slots(const store& s) {
+    std::lock_guard lock(s.mutex_);
+    return s.claims_.size();
+}
+
 std::optional<std::string> testing::kv_get(const store& s, const std::string& key) {
     std::lock_guard lock(s.mutex_);
     auto it = s.kv_.find(key);

@@ -56,6 +56,10 @@ struct testing {
     /// Whether the claim of `key` is committed.
     static bool has_claim(const store& s, const claim_key& key);
 
+    /// Claim keys the store keeps a slot for: claimed, held or waited for by a transaction, or
+    /// with message rows. A key none of these refers to any more costs nothing.
+    static std::size_t claim_slots(const store& s);
+
     /// The committed value of the business key-value table (transaction::put).
     static std::optional<std::string> kv_get(const store& s, const std::string& key);
 };

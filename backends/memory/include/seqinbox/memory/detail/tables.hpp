@@ -47,6 +47,7 @@ public:
         else
             more_.push_back(id);
     }
+    bool empty() const noexcept { return first_ == 0; }
     void remove(message_id id) {
         if (first_ == id) {
             first_ = more_.empty() ? 0 : more_.back();
@@ -75,9 +76,13 @@ struct claim_slot {
     std::uint64_t holder = 0;  // 0: nobody
     std::optional<claim_row> pending;
     message_ids messages;
+    std::uint32_t waiters = 0;  // transactions waiting for the holder
+
+    /// Nothing refers to the slot: it may be given to another key.
+    bool unused() const noexcept { return !committed && holder == 0 && !pending && waiters == 0 && messages.empty(); }
 };
 
-using keyed_slot = std::pair<const claim_key, claim_slot>;
+using keyed_slot = std::pair<claim_key, claim_slot>;  // the key changes only when the slot is reused
 
 /// A committed sequenced message; the payload lives on the heap because most rows have none,
 /// shared (never changed in place) so that a crash snapshot copies rows cheaply.
@@ -147,8 +152,10 @@ inline std::size_t instance_key_hash(std::string_view sequence, std::string_view
     return pair_hash(sequence, context_id);
 }
 
-/// The claim slots by key. A slot once made stays: transactions holding or waiting for the key,
-/// and undo records, point to it.
+/// The claim slots by key. Transactions holding or waiting for a key, instance rows, message rows
+/// and undo records point to its slot, so a slot keeps its address; one nothing refers to any more
+/// is given back (release) and reused for the next new key, so the table holds no more slots than
+/// keys in use.
 class claim_table {
 public:
     using value_type = keyed_slot;
@@ -165,19 +172,39 @@ public:
 
     value_type& find_or_add(std::string_view type, std::string_view idempotence_id) {
         if (auto* slot = find(type, idempotence_id)) return *slot;
-        slots_.emplace_back(std::piecewise_construct, std::forward_as_tuple(claim_key{std::string(type), std::string(idempotence_id)}),
-                            std::forward_as_tuple());
-        index_.insert(pair_hash(type, idempotence_id), slots_.size());
-        return slots_.back();
+        std::size_t position = slots_.size();
+        if (free_.empty()) {
+            slots_.emplace_back();
+        } else {
+            position = free_.back();
+            free_.pop_back();
+        }
+        slots_[position].first = {std::string(type), std::string(idempotence_id)};
+        index_.insert(pair_hash(type, idempotence_id), position + 1);
+        return slots_[position];
     }
     value_type& find_or_add(const claim_key& key) { return find_or_add(key.type, key.idempotence_id); }
 
+    /// Gives `slot` back if nothing refers to it (claim_slot::unused).
+    void release_if_unused(value_type& slot) {
+        if (!slot.second.unused()) return;
+        const auto hash = pair_hash(slot.first.type, slot.first.idempotence_id);
+        const auto position = index_.find(hash, [&](std::uint64_t p) { return &slots_[p - 1] == &slot; });
+        if (position == 0) return;  // given back already
+        index_.erase(hash, position);
+        slot = value_type{};
+        free_.push_back(position - 1);
+    }
+
+    /// Slots in use: what the table holds beyond them is only its free list.
+    std::size_t size() const noexcept { return index_.size(); }
     auto begin() const { return slots_.begin(); }
     auto end() const { return slots_.end(); }
 
 private:
-    std::deque<value_type> slots_;  // stable addresses
-    hash_index index_;              // key hash -> position + 1
+    std::deque<value_type> slots_;   // stable addresses
+    std::vector<std::size_t> free_;  // positions given back
+    hash_index index_;               // key hash -> position + 1
 };
 
 /// The instance rows by id. Ids are dense, so a row is found by position, and the table grows
@@ -256,7 +283,7 @@ struct overlay {
 
 /// Locks held by one transaction, in acquisition order (so a savepoint can release the tail).
 struct held_locks {
-    std::vector<std::pair<const claim_key, claim_slot>*> claims;  // slots are not erased while held
+    std::vector<keyed_slot*> claims;  // slots are not given back while held
     std::vector<instance_id> instances;
     std::vector<message_id> messages;
     std::vector<claim_key> keys;  // store_message's per-key locks
