@@ -45,6 +45,7 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     unflushed_commit().created_instance = id;  // a creation does not wait for its WAL flush (synchronous_commit off)
     ++next_instance_id_;
     instance_row row;
+    row.types.reserve(4);  // allocated beside the row (next on the heap), not later among other rows
     row.row = {id, sequence, context_id, instance_state::open, created_at, retain_until, {}};
     const auto [named, added_name] = sequence_numbers_.try_emplace(sequence, static_cast<std::uint32_t>(sequence_numbers_.size() + 1));
     if (added_name) sequence_names_.push_back(&named->first);
@@ -74,7 +75,9 @@ const detail::instance_row* store::find_instance_row(const std::string& sequence
         const auto& row = *reinterpret_cast<const instance_row*>(candidate);
         return row.sequence_number == number->second && row.row.context_id == context_id;
     });
-    return reinterpret_cast<const instance_row*>(found);
+    const auto* row = reinterpret_cast<const instance_row*>(found);
+    if (row != nullptr) instances_.note_recent(row->row.id, const_cast<instance_row&>(*row));
+    return row;
 }
 
 std::size_t store::max_batch_records(bool listeners_join) const noexcept {
@@ -299,9 +302,7 @@ void store::apply_message(message_record&& row, undo_record* undo) {
     if (undo != nullptr) undo->messages.push_back({id, std::nullopt});
     auto& slot = claims_.find_or_add(row.type, row.idempotence_id);  // the claim's, usually: found where the claim left it
     slot.second.messages.add(id);
-    auto& listed = instances_.at(row.instance).messages;
-    if (listed.empty()) listed.reserve(4);  // an instance has a few messages: one allocation, not three
-    listed.push_back(id);
+    instances_.at(row.instance).messages.push_back(id);
     if (messages_.size() < static_cast<std::size_t>(id)) messages_.resize(static_cast<std::size_t>(id));
     auto& stored = messages_[static_cast<std::size_t>(id) - 1];
     stored = detail::stored_message(std::move(row), &slot);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "seqinbox/memory/detail/hash_index.hpp"
+#include "seqinbox/memory/detail/small_list.hpp"
 #include "seqinbox/memory/detail/task_hook.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
@@ -127,6 +128,7 @@ public:
     }
     auto begin() const { return entries_.begin(); }
     auto end() const { return entries_.end(); }
+    void reserve(std::size_t types) { entries_.reserve(types); }
 
 private:
     std::vector<std::pair<std::string, Value>> entries_;
@@ -143,8 +145,8 @@ struct instance_row {
     std::uint32_t sequence_number = 0;       // the store's number for row.sequence: compared without reading the name
     std::optional<timestamp> closed_at;     // when it was CLOSED
     by_type<type_rows> types;                // committed rows per type, in one place: one cache line to read
-    std::vector<message_id> messages;        // every message row, for the cascade
-    std::vector<keyed_slot*> claims;         // slots claimed for it, for the cascade
+    small_list<message_id, 4> messages;      // every message row, for the cascade
+    small_list<keyed_slot*, 4> claims;       // slots claimed for it, for the cascade
 };
 
 /// The hash of an instance's (sequence, context id), for the store's index of them.
@@ -252,25 +254,39 @@ public:
         const auto at = static_cast<std::size_t>(id - 1);
         return id > 0 && at < rows_.size() && rows_[at] ? iterator(&rows_, at) : end();
     }
-    bool contains(instance_id id) const { return find(id) != end(); }
+    bool contains(instance_id id) const { return id == recent_id_ || find(id) != end(); }
     instance_row& at(instance_id id) { return row_at(id); }
     const instance_row& at(instance_id id) const { return row_at(id); }
+    /// Row `id` is the one the next lookups will most likely ask for (the instance a delivery
+    /// found): they then skip the table's own line for it.
+    void note_recent(instance_id id, instance_row& row) const {
+        recent_id_ = id;
+        recent_row_ = &row;
+    }
     /// Ids are handed out in increasing order: `id` is past every row's.
     instance_row& add(instance_id id, instance_row row) {
         rows_.resize(std::max(rows_.size(), static_cast<std::size_t>(id)));
         auto& slot = rows_[static_cast<std::size_t>(id - 1)];
         slot = std::make_unique<value_type>(id, std::move(row));
+        note_recent(id, slot->second);
         return slot->second;
     }
-    void erase(iterator it) { rows_[it.position()].reset(); }
+    void erase(iterator it) {
+        if (it->first == recent_id_) recent_id_ = 0;
+        rows_[it.position()].reset();
+    }
 
 private:
     instance_row& row_at(instance_id id) const {
+        if (id == recent_id_) return *recent_row_;
         auto it = find(id);
         if (it == end()) throw std::out_of_range("no sequence instance " + std::to_string(id));
+        note_recent(id, it->second);
         return it->second;
     }
     std::deque<std::unique_ptr<value_type>> rows_;  // instance id N at position N-1
+    mutable instance_id recent_id_ = 0;  // 0: none
+    mutable instance_row* recent_row_ = nullptr;
 };
 
 /// Uncommitted writes of one transaction (claims live in their slots), scanned linearly.
