@@ -152,13 +152,10 @@ public:
         std::chrono::milliseconds linger{5};
     };
 
-    /// `group`: every member's source, `source` among them.
-    watched_source(kafka::source& source, retry_board& board, std::vector<kafka::source*> group)
-        : source_(&source), board_(&board), group_(std::move(group)) {}
-    watched_source(kafka::source& source, retry_board& board) : watched_source(source, board, {&source}) {}
+    watched_source(kafka::source& source, retry_board& board) : source_(&source), board_(&board) {}
     /// Consumer thread `thread` (0-based) of a relay whose one Kafka source is `source`.
     watched_source(kafka::source& source, retry_board& board, record_router& router, std::size_t thread, queue_waits waits)
-        : source_(&source), board_(&board), group_{&source}, router_(&router), thread_(thread), waits_(waits) {}
+        : source_(&source), board_(&board), router_(&router), thread_(thread), waits_(waits) {}
 
     std::optional<envelope> poll() {
         if (!router_) return source_->poll();
@@ -189,20 +186,14 @@ public:
     /// Whether the relay must decide one record at a time now (see refused_publication).
     bool one_at_a_time() { return board_->one_at_a_time(generation()); }
 
-    /// The records every member of the group is retrying.
+    /// The records the relay is retrying.
     std::string retrying() {
-        return board_->report(generation(), [this](const envelope& record) {
-            return std::ranges::any_of(group_, [&record](const kafka::source* member) { return member->undecided(record); });
-        });
+        return board_->report(generation(), [this](const envelope& record) { return source_->undecided(record); });
     }
 
 private:
-    /// A rebalance reaches every member of the group, so the sum of their counts grows with each.
-    std::uint64_t generation() const {
-        std::uint64_t rebalances = 0;
-        for (const auto* member : group_) rebalances += member->statistics().rebalances;
-        return rebalances;
-    }
+    /// The relay's group member counts the rebalances: the board's generations.
+    std::uint64_t generation() const { return source_->statistics().rebalances; }
 
     static bool publication_refused() {
         try {
@@ -216,7 +207,6 @@ private:
 
     kafka::source* source_;
     retry_board* board_;
-    std::vector<kafka::source*> group_;
     record_router* router_ = nullptr;
     std::size_t thread_ = 0;
     queue_waits waits_{};

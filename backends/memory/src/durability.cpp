@@ -80,7 +80,6 @@ void store::undo_message(message_id id, std::optional<detail::stored_message>&& 
     }
     instances_.at(row.instance).messages.pop_back();  // the commit appended it; later ones are undone
     unindex_message_key(id, row);
-    claims_.release_if_unused(*row.slot);
     row = detail::stored_message{};
 }
 

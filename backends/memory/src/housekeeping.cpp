@@ -153,7 +153,6 @@ void store::erase_instance(detail::instance_table::iterator it) {
         message_actions_.erase(m);
         auto& row = *committed_message(m);
         unindex_message_key(m, row);
-        claims_.release_if_unused(*row.slot);
         row = detail::stored_message{};
     }
     // A slot stays while a transaction holds the key or waits for it (claim_slot::unused); one

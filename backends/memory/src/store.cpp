@@ -280,7 +280,10 @@ void store::forget_message_indexes(message_id id, const detail::stored_message& 
     if (row.state == message_state::waiting) instance.types[row.type].waiting.erase(id);
 }
 
-void store::unindex_message_key(message_id id, const detail::stored_message& row) { row.slot->second.messages.remove(id); }
+void store::unindex_message_key(message_id id, const detail::stored_message& row) {
+    row.slot->second.messages.remove(id);
+    claims_.release_if_unused(*row.slot);
+}
 
 void store::index_message(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);

@@ -250,7 +250,8 @@ private:
     /// Adds `row` to, or drops it from, the index of instances by (sequence, context id).
     void index_instance(const instance_row& row);
     void unindex_instance(const instance_row& row);
-    /// Drops the committed row `id` of an erased or undone message from its key's slot.
+    /// Drops the committed row `id` of an erased or undone message from its key's slot, and gives
+    /// the slot back if nothing else refers to it.
     void unindex_message_key(message_id id, const detail::stored_message& row);
     /// Calls `forward` with the committed WAITING messages of `instance`, in bounded pages.
     void forward_waiting_of(const instance_row& instance, const forward_waiting& forward) const;

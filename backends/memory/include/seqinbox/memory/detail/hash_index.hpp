@@ -46,15 +46,6 @@ public:
         return 0;
     }
 
-    /// Calls `visit(id)` for every id with `hash`.
-    template <class Visit>
-    void for_each(std::size_t hash, Visit visit) const {
-        find(hash, [&](std::uint64_t id) {
-            visit(id);
-            return false;
-        });
-    }
-
     std::size_t size() const noexcept { return live_; }
 
 private:

@@ -86,7 +86,7 @@ struct claim_slot {
 using keyed_slot = std::pair<claim_key, claim_slot>;  // the key changes only when the slot is reused
 
 /// A committed sequenced message; the payload lives on the heap because most rows have none,
-/// shared (never changed in place) so that a crash snapshot copies rows cheaply.
+/// shared (never changed in place) so that copying a row does not copy its payload.
 struct stored_message {
     instance_id instance = 0;
     std::string type;
