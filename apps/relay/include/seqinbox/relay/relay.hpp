@@ -38,6 +38,7 @@
 #include "seqinbox/kafka/properties.hpp"
 #include "seqinbox/kafka/source.hpp"
 #include "seqinbox/logger/concept.hpp"
+#include "seqinbox/postgresql/pooler.hpp"
 #include "seqinbox/relay/http_access.hpp"
 
 namespace seqinbox::relay {
@@ -48,6 +49,9 @@ struct relay_options {
     std::filesystem::path declarations{};
     /// libpq connection string of a database migrated with `seqinbox migrate`.
     std::string conninfo{};
+    /// postgresql::pooler::transaction when conninfo reaches PostgreSQL through PgBouncer in
+    /// transaction mode (`--pooler transaction`).
+    postgresql::pooler pooler = postgresql::pooler::none;
     /// Consumer properties per cluster; the cluster named "" is the default one and is required:
     /// the output and dead-letter topics live there. group.id defaults to "seqinbox-relay".
     std::vector<kafka::cluster_config> clusters{};

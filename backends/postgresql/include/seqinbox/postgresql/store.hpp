@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "seqinbox/postgresql/pooler.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/housekeeping.hpp"
@@ -46,8 +47,12 @@ class session;
 namespace seqinbox::postgresql {
 
 struct store_options {
-    /// libpq connection string, key=value or URI form.
+    /// libpq connection string, key=value or URI form. Several hosts (host=a,b port=p,q
+    /// target_session_attrs=read-write, or postgresql://a:p,b:q/db?target_session_attrs=read-write)
+    /// reach whichever is the primary now: a connection that lands on a standby is a lost one.
     std::string conninfo;
+    /// none: direct connections (or a session-mode pooler); transaction: see pooler.
+    pooler through = pooler::none;
     /// Connections kept open at most (two per consumer thread with requires_new steps).
     std::size_t pool_size = 8;
     /// How long begin() waits for a free connection before a retryable error.
