@@ -129,6 +129,14 @@ void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view
     if (const auto* pg = dynamic_cast<const soci::postgresql_soci_error*>(&e)) sqlstate = pg->sqlstate();
     lost = lost || sqlstate.starts_with("08") || starts_with_any(sqlstate, {"57P01", "57P02", "57P03"});
     const std::string where = std::string(doing) + " on '" + redact_conninfo(conninfo) + "'";
+    // A standby, or a primary demoted since the connection was opened: another connection
+    // (target_session_attrs=read-write) finds the primary of now.
+    if (sqlstate == "25006")
+        throw error(error_category::connection,
+                    where + ": the server refuses writes (" + e.get_error_message() +
+                        "): it is read-only, a standby perhaps; list every server of the cluster in the connection string with "
+                        "target_session_attrs=read-write",
+                    sqlstate);
     if (lost)
         throw error(error_category::connection,
                     where + ": the connection to PostgreSQL was lost (" + e.get_error_message() + "); " +

@@ -14,7 +14,8 @@ namespace seqinbox::postgresql::detail {
 /// Throws seqinbox::error(connection) naming the redacted conninfo and the fix.
 std::unique_ptr<soci::session> connect(const std::string& conninfo);
 
-/// Rethrows a SOCI error as seqinbox::error: connection (class 08, 57P01..57P03), retryable
+/// Rethrows a SOCI error as seqinbox::error: connection (class 08, 57P01..57P03, and
+/// 25006: a read-only server, a standby), retryable
 /// (lock timeout 55P03, serialization 40001, deadlock 40P01, statement cancel 57014), otherwise
 /// internal; with the SQLSTATE. `doing` says what failed ("applying schema V2 ...").
 [[noreturn]] void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view conninfo);
