@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -64,6 +65,26 @@ struct order_inbox {
     si::memory::error_sink sink;
     si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink> inbox;
 };
+
+/// Whether `op` waited for a synchronous standby: its backend showed wait event SyncRep (then it
+/// is cancelled, which ends the wait; the commit stays) before `op` returned. `admin` is a
+/// session on the server whose synchronous standby never comes.
+template <class Op>
+bool waited_for_standby(soci::session& admin, Op&& op) {
+    auto done = std::async(std::launch::async, std::forward<Op>(op));
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (done.wait_for(10ms) != std::future_status::ready && std::chrono::steady_clock::now() < deadline) {
+        int pid = 0;
+        soci::indicator found = soci::i_null;
+        admin << "SELECT max(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'", soci::into(pid, found);
+        if (found != soci::i_ok) continue;
+        admin << "SELECT pg_cancel_backend(" + std::to_string(pid) + ")";
+        done.get();
+        return true;
+    }
+    done.get();
+    return false;
+}
 
 template <class Op>
 std::string category_of_failure(Op&& op) {
@@ -181,3 +202,41 @@ BOOST_AUTO_TEST_CASE(only_read_only_servers_fail_to_connect_with_read_write_aske
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Which commits wait for a synchronous standby (store_options::flush_every_commit): the server
+// below waits for a standby that never comes, so a commit that waits shows SyncRep until it is
+// cancelled. A commit that writes no WAL, or runs with synchronous_commit off, does not wait.
+BOOST_AUTO_TEST_CASE(the_claim_commit_and_the_explicit_flush_wait_for_a_synchronous_standby_the_steps_before_do_not) {
+    pg_server server(pg_server::commits::durable);
+    const auto conninfo = server.create_database();
+    pg::migrate(conninfo);
+    soci::session admin(soci::postgresql, server.conninfo());
+    admin << "ALTER SYSTEM SET synchronous_standby_names = 'never_connects'";  // from now on
+    admin << "SELECT pg_reload_conf()";
+    pg::store store(options(conninfo));
+    const auto now = std::chrono::system_clock::now();
+    si::sequence_instance instance;
+    BOOST_TEST(!waited_for_standby(admin, [&] { instance = store.create_or_get_instance("OrderSequence", "o-1", now, now + 24h); }));
+    const auto row = [&](const std::string& id) {
+        si::message_record r;
+        r.instance = instance.id;
+        r.type = "OrderCreated";
+        r.idempotence_id = id;
+        r.state = si::message_state::processed;
+        return r;
+    };
+    auto committed = store.begin();
+    BOOST_TEST_REQUIRE(committed.claim({{"OrderCreated", "c-1"}, instance.id, now}).won);
+    BOOST_TEST(!waited_for_standby(admin, [&] { store.store_message_beside(committed, row("c-1")); }));
+    BOOST_TEST(waited_for_standby(admin, [&] { committed.commit(); }), "the claim's commit did not wait for the standby");
+
+    auto rolled_back = store.begin();
+    BOOST_TEST_REQUIRE(rolled_back.claim({{"OrderCreated", "r-1"}, instance.id, now}).won);
+    BOOST_TEST(!waited_for_standby(admin, [&] { store.store_message_beside(rolled_back, row("r-1")); }));
+    BOOST_TEST(waited_for_standby(admin, [&] { rolled_back.rollback(); }), "the explicit flush did not wait for the standby");
+
+    auto o = options(conninfo);
+    o.flush_every_commit = true;
+    pg::store flushing(o);
+    BOOST_TEST(waited_for_standby(admin, [&] { flushing.create_or_get_instance("OrderSequence", "o-2", now, now + 24h); }));
+}

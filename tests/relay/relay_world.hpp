@@ -38,8 +38,9 @@ inline bool wait_for_count(const std::string& conninfo, const std::string& sql, 
 
 /// A throwaway database on `server`, a mock cluster with the three topics, and the declaration file.
 struct relay_world {
-    explicit relay_world(pg_server& server = pg_server::shared())
-        : server(&server), conninfo(server.create_database()), dir(scratch_dir()) {
+    explicit relay_world(pg_server& server = pg_server::shared()) : relay_world(server.create_database()) { this->server = &server; }
+    /// The same on an existing database elsewhere (a failover formation's): no server to refuse connections.
+    explicit relay_world(std::string database) : conninfo(std::move(database)), dir(scratch_dir()) {
         postgresql::migrate(conninfo);
         cluster.create_topic(input, input_partitions);
         cluster.create_topic(output, output_partitions);
@@ -114,7 +115,7 @@ struct relay_world {
     }
 
     static inline int next_dir = 0;
-    pg_server* server;
+    pg_server* server = nullptr;
     std::string conninfo;
     testing::mock_cluster cluster;
     std::filesystem::path dir;
