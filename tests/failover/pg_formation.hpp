@@ -207,7 +207,7 @@ public:
 
     /// Copies the services' logs to a file that outlives the formation; its path.
     std::filesystem::path keep_logs() const {
-        const auto kept = temp_root() / ("seqinbox-pgaf-logs-" + std::to_string(::getpid()) + ".txt");
+        const auto kept = temp_root() / ("seqinbox-formation-logs-" + std::to_string(::getpid()) + ".txt");
         std::ofstream(kept) << logs();
         return kept;
     }

@@ -14,6 +14,7 @@
 // primary was a standby again.
 // SEQINBOX_FAILOVER_SEED=N repeats a run's workload (timing still varies).
 #define BOOST_TEST_MODULE seqinbox relay failover
+#include <boost/test/results_collector.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -46,7 +47,11 @@ constexpr int consumer_threads = 2;
 /// Small batches keep the bound on repeats (a batch per consumer thread per failover) meaningful.
 constexpr int batch_size = 10;
 constexpr int failovers = 2;
-constexpr std::size_t contexts = 600;
+/// About 6,900 records, fed at about 240 a second (the relay's pace here on 2 cores: it is busy,
+/// so that a kill finds batches in flight, and the feed lasts through both failovers).
+constexpr std::size_t contexts = 1500;
+constexpr std::size_t records_per_slice = 60;
+constexpr auto feed_pace = 250ms;
 
 std::uint64_t seed_of_this_run() {
     if (const char* given = std::getenv("SEQINBOX_FAILOVER_SEED")) return std::stoull(given);
@@ -56,13 +61,12 @@ std::uint64_t seed_of_this_run() {
 double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
 
 /// Produces the workload's records a slice at a time, every `pace`, until all are out or
-/// hurry() asks for the rest at once.
+/// finish() asks for the rest at once.
 class steady_feed {
 public:
-    steady_feed(const si::testing::order_workload& work, si::testing::mock_cluster& cluster, std::uint64_t seed, std::size_t slices,
+    steady_feed(const si::testing::order_workload& work, si::testing::mock_cluster& cluster, std::uint64_t seed, std::size_t per_slice,
                 std::chrono::milliseconds pace)
-        : thread_([&work, &cluster, seed, slices, pace, this] {
-              const std::size_t per_slice = (work.records.size() + slices - 1) / slices;
+        : thread_([&work, &cluster, seed, per_slice, pace, this] {
               for (std::size_t from = 0; from < work.records.size(); from += per_slice) {
                   work.produce(cluster, input, input_partitions, seed + from, from, from + per_slice);
                   for (auto waited = 0ms; waited < pace && !hurry_; waited += 10ms) std::this_thread::sleep_for(10ms);
@@ -134,6 +138,34 @@ failover_figures fail_over(pg_formation& formation, int from, const std::string&
     return f;
 }
 
+/// Keeps the relay's log, the repeats and the formation's logs when the test failed or
+/// SEQINBOX_FAILOVER_KEEP is set, however it ends.
+class evidence_on_failure {
+public:
+    evidence_on_failure(const relay_world& world, const pg_formation& formation, std::uint64_t seed)
+        : world_(world), formation_(formation), seed_(seed) {}
+    evidence_on_failure(const evidence_on_failure&) = delete;
+    evidence_on_failure& operator=(const evidence_on_failure&) = delete;
+    ~evidence_on_failure() {
+        namespace utf = boost::unit_test;
+        if (utf::results_collector.results(utf::framework::current_test_case().p_id).passed() &&
+            std::getenv("SEQINBOX_FAILOVER_KEEP") == nullptr)
+            return;
+        const auto kept = std::filesystem::temp_directory_path() / ("seqinbox-failover-test-" + std::to_string(seed_));
+        std::error_code ignored;
+        std::filesystem::create_directories(kept, ignored);
+        std::filesystem::copy(world_.dir, kept, std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing,
+                              ignored);
+        std::filesystem::copy_file(formation_.keep_logs(), kept / "formation.log", std::filesystem::copy_options::overwrite_existing, ignored);
+        BOOST_TEST_MESSAGE("evidence kept in " << kept);
+    }
+
+private:
+    const relay_world& world_;
+    const pg_formation& formation_;
+    std::uint64_t seed_;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_leave_a_consistent_database) {
@@ -150,12 +182,13 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
     }();
     BOOST_TEST(!si::postgresql::migrate(formation.uri(dbname)).applied.empty());  // the URI form, a libpq multi-host one
     relay_world world(formation.multi_host(dbname));  // the test's own sessions: SOCI takes key=value
+    const evidence_on_failure evidence(world, formation, seed);
 
     si::testing::order_workload work(contexts, 0.15, rng());
     shuffle_in_windows(work, 50);
     BOOST_TEST_MESSAGE(work.records.size() << " records, " << work.logical << " logical messages");
     const auto logical = static_cast<long long>(work.logical);
-    steady_feed feed(work, world.cluster, rng(), 150, 300ms);
+    steady_feed feed(work, world.cluster, rng(), records_per_slice, feed_pace);
 
     const std::string group = "relay-failover";
     auto arguments = world.arguments(group, consumer_threads);

@@ -213,6 +213,10 @@ BOOST_AUTO_TEST_CASE(the_claim_commit_and_the_explicit_flush_wait_for_a_synchron
     soci::session admin(soci::postgresql, server.conninfo());
     admin << "ALTER SYSTEM SET synchronous_standby_names = 'never_connects'";  // from now on
     admin << "SELECT pg_reload_conf()";
+    for (std::string names; names != "never_connects"; std::this_thread::sleep_for(10ms)) {  // the reload is asynchronous
+        soci::session fresh(soci::postgresql, server.conninfo());
+        fresh << "SHOW synchronous_standby_names", soci::into(names);
+    }
     pg::store store(options(conninfo));
     const auto now = std::chrono::system_clock::now();
     si::sequence_instance instance;
