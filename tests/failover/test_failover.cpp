@@ -8,11 +8,12 @@
 // database holds no PROCESSED message without its claim, no WAITING message whose condition is
 // met, and no message or claim in another context's instance (tests/relay/crash_checks.hpp).
 // The old primary's keeper is paused (SIGSTOP) across the kill until the standby is promoted: it
-// would restart PostgreSQL within a second, mostly before telling the monitor, which then never
-// fails over (seen here: ten kills of one primary, 6 s apart, and no failover). Printed per failover: the time from the kill
-// until the standby answered read-write, until the relay decided again, and until the old
-// primary was a standby again.
-// SEQINBOX_FAILOVER_SEED=N repeats a run's workload (timing still varies).
+// would restart PostgreSQL within a second, often before telling the monitor, which then never
+// fails over (seen here: ten kills of one primary, 6 s apart, and no failover). Printed per
+// failover: the time from the kill until the standby answered read-write, until the relay
+// decided again, and until the old primary was a standby again.
+// SEQINBOX_FAILOVER_SEED=N repeats a run's workload (timing still varies); a failing run (any
+// run with SEQINBOX_FAILOVER_KEEP set) keeps the relay's log, the repeats and the formation's logs.
 #define BOOST_TEST_MODULE seqinbox relay failover
 #include <boost/test/results_collector.hpp>
 #include <boost/test/unit_test.hpp>
