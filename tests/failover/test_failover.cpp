@@ -89,8 +89,21 @@ private:
 
 /// The figures of one failover, in seconds from the first kill.
 struct failover_figures {
+    bool in_flight = false;  ///< a transaction of the relay had written when the kill came
     double promoted = 0, decided = 0, rejoined = 0;
 };
+
+/// Waits (up to 5 s) until a transaction of the relay on `node` has written (holds a transaction
+/// id: a claim, a state step), so that the kill catches a decision in flight; whether one did.
+bool writing_transaction_on(const pg_formation& formation, int node, const std::string& dbname) {
+    soci::session watch(soci::postgresql, formation.conninfo(node, dbname));
+    return pg_formation::wait_until(
+        [&] {
+            return count(watch, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                " AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL") > 0;
+        },
+        5s, 1ms);
+}
 
 long long processed_rows(const std::string& conninfo) {
     try {
@@ -100,12 +113,13 @@ long long processed_rows(const std::string& conninfo) {
     }
 }
 
-/// Fails node `from` over to the other: SIGKILLs its postmaster until the monitor starts a
-/// failover (its keeper may restart PostgreSQL before the monitor saw it down), then waits for
+/// Fails node `from` over to the other: SIGKILLs its postmaster (its keeper paused) while a
+/// transaction of the relay is writing, waits for the monitor to start a failover, then for
 /// the other node to answer the URI read-write and the old one to be demoted (`crash_end`: from
 /// then on no decision can be undone by this failover), for the relay to decide again (PROCESSED
 /// rows grow on the new primary), and for the old primary to follow the new one.
-failover_figures fail_over(pg_formation& formation, int from, const std::string& conninfo, std::string& crash_end) {
+failover_figures fail_over(pg_formation& formation, int from, const std::string& dbname, const std::string& conninfo,
+                           std::string& crash_end) {
     failover_figures f;
     const int to = 1 - from;
     const auto started = steady::now();
@@ -116,6 +130,7 @@ failover_figures fail_over(pg_formation& formation, int from, const std::string&
     // Its keeper would restart PostgreSQL within a second, often before it told the monitor: a
     // crash the monitor never sees. Paused, it lets the monitor find the node down.
     formation.pause_keeper(from, true);
+    f.in_flight = writing_transaction_on(formation, from, dbname);
     BOOST_TEST_REQUIRE(::kill(formation.postmaster(from), SIGKILL) == 0, "no postmaster of node " << from + 1 << " to kill");
     BOOST_TEST_REQUIRE(pg_formation::wait_until(failing_over, 60s), "the monitor did not fail node " << from + 1 << " over\n"
                                                                                                     << formation.keep_logs());
@@ -207,9 +222,9 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
         BOOST_TEST_REQUIRE(world.wait_for_output(logical * (k + 1) / (failovers + 3)), relay.log());
         marks.push_back(world.cluster.end_offsets(output, output_partitions));
         crash_kinds.push_back("node " + std::to_string(primary + 1) + " -> node " + std::to_string(2 - primary));
-        figures.push_back(fail_over(formation, primary, world.conninfo, crash_ends[static_cast<std::size_t>(k)]));
+        figures.push_back(fail_over(formation, primary, dbname, world.conninfo, crash_ends[static_cast<std::size_t>(k)]));
         const auto& f = figures.back();
-        BOOST_TEST_MESSAGE("failover " << k + 1 << " (" << crash_kinds.back() << "): read-write after "
+        BOOST_TEST_MESSAGE("failover " << k + 1 << " (" << crash_kinds.back() << (f.in_flight ? ", a relay transaction writing" : ", no relay transaction writing") << "): read-write after "
                                        << f.promoted << " s, relay deciding again after " << f.decided << " s, old primary a standby after "
                                        << f.rejoined << " s");
         BOOST_TEST_REQUIRE(relay.wait(0s) == -1, "the relay exited\n" << relay.log());
