@@ -49,13 +49,14 @@ constexpr int consumer_threads = 2;
 constexpr int batch_size = 10;
 constexpr int failovers = 2;
 /// 1,500 contexts, about 6,900 records (fewer under the sanitizers: SEQINBOX_FAILOVER_CONTEXTS),
-/// fed at about 240 a second: the relay's pace here on 2 cores, and the feed lasts through both
-/// failovers.
+/// fed evenly over feed_time (about 140 a second, the relay's pace here on 2 cores being 200-350):
+/// the feed lasts through both failovers, which take 35-40 s from its start, and the relay is
+/// deciding when each kill comes.
 std::size_t contexts_of_this_run() {
     const char* given = std::getenv("SEQINBOX_FAILOVER_CONTEXTS");
     return given != nullptr ? std::stoul(given) : 1500;
 }
-constexpr std::size_t records_per_slice = 60;
+constexpr auto feed_time = 50s;
 constexpr auto feed_pace = 250ms;
 
 std::uint64_t seed_of_this_run() {
@@ -65,13 +66,15 @@ std::uint64_t seed_of_this_run() {
 
 double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
 
-/// Produces the workload's records a slice at a time, every `pace`, until all are out or
-/// finish() asks for the rest at once.
+/// Produces the workload's records a slice at a time, every `pace`, over `lasting`, or the rest
+/// at once when finish() asks.
 class steady_feed {
 public:
-    steady_feed(const si::testing::order_workload& work, si::testing::mock_cluster& cluster, std::uint64_t seed, std::size_t per_slice,
+    steady_feed(const si::testing::order_workload& work, si::testing::mock_cluster& cluster, std::uint64_t seed, std::chrono::seconds lasting,
                 std::chrono::milliseconds pace)
-        : thread_([&work, &cluster, seed, per_slice, pace, this] {
+        : thread_([&work, &cluster, seed, lasting, pace, this] {
+              const auto slices = static_cast<std::size_t>(std::chrono::milliseconds(lasting) / pace);
+              const std::size_t per_slice = (work.records.size() + slices - 1) / slices;
               for (std::size_t from = 0; from < work.records.size(); from += per_slice) {
                   work.produce(cluster, input, input_partitions, seed + from, from, from + per_slice);
                   for (auto waited = 0ms; waited < pace && !hurry_; waited += 10ms) std::this_thread::sleep_for(10ms);
@@ -208,7 +211,7 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
     shuffle_in_windows(work, 50);
     BOOST_TEST_MESSAGE(work.records.size() << " records, " << work.logical << " logical messages");
     const auto logical = static_cast<long long>(work.logical);
-    steady_feed feed(work, world.cluster, rng(), records_per_slice, feed_pace);
+    steady_feed feed(work, world.cluster, rng(), feed_time, feed_pace);
 
     const std::string group = "relay-failover";
     auto arguments = world.arguments(group, consumer_threads);
