@@ -231,9 +231,10 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
         crash_kinds.push_back("node " + std::to_string(primary + 1) + " -> node " + std::to_string(2 - primary));
         figures.push_back(fail_over(formation, primary, dbname, world.conninfo, crash_ends[static_cast<std::size_t>(k)]));
         const auto& f = figures.back();
-        BOOST_TEST_MESSAGE("failover " << k + 1 << " (" << crash_kinds.back() << (f.in_flight ? ", a relay transaction writing" : ", no relay transaction writing") << "): read-write after "
-                                       << f.promoted << " s, relay deciding again after " << f.decided << " s, old primary a standby after "
-                                       << f.rejoined << " s");
+        BOOST_TEST_MESSAGE("failover " << k + 1 << " (" << crash_kinds.back()
+                                       << (f.in_flight ? ", a relay transaction writing" : ", no relay transaction writing")
+                                       << "): read-write after " << f.promoted << " s, relay deciding again after " << f.decided
+                                       << " s, old primary a standby after " << f.rejoined << " s");
         BOOST_TEST_REQUIRE(relay.wait(0s) == -1, "the relay exited\n" << relay.log());
         primary = 1 - primary;
     }
