@@ -150,8 +150,8 @@ public:
           access_(options_.tokens, where()),  // refuses an open address before anything connects
           logger_(log, options_.log_threshold),
           decls_(load(options_)),
-          store_({.conninfo = options_.conninfo, .pool_size = store_pool_size(options_)}),
-          api_store_({.conninfo = options_.conninfo, .pool_size = api_pool_size}),
+          store_({.conninfo = options_.conninfo, .pool_size = store_pool_size(options_), .through = options_.pooler}),
+          api_store_({.conninfo = options_.conninfo, .pool_size = api_pool_size, .through = options_.pooler}),
           dead_letters_({.producer = producer_properties(options_), .topic = options_.dead_letter_topic,
                          .delivery_timeout = options_.delivery_timeout}),
           publisher_({.producer = producer_properties(options_), .delivery_timeout = options_.delivery_timeout}),

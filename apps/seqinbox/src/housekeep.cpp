@@ -10,6 +10,7 @@
 
 #include "json.hpp"
 #include "options.hpp"
+#include "pooler_flag.hpp"
 #include "service_flags.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
@@ -33,6 +34,7 @@ constexpr std::string_view usage_text =
     "options:\n"
     "  --once                    required: run once and exit\n"
     "  --postgres CONNINFO       libpq connection string of the inbox database\n"
+    SEQINBOX_POOLER_FLAG_HELP
     "  --dead-letter-topic TOPIC topic receiving the WAITING messages of removed instances\n"
     "  --declarations FILE       YAML declarations whose deduplicationWindow values apply (other\n"
     "                            names need not be built in); without it, or for a sequence it\n"
@@ -43,6 +45,7 @@ struct housekeep_call {
     bool once = false;
     bool json = false;
     std::string conninfo, bootstrap_servers, dead_letter_topic, declarations;
+    postgresql::pooler pooler = postgresql::pooler::none;
     kafka::properties producer;
     housekeeping_options housekeeping;
 };
@@ -58,6 +61,7 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
         if (r.flag("--once")) call.once = true;
         else if (r.flag("--json")) call.json = true;
         else if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (read_pooler_flag(r, call.pooler)) continue;
         else if (auto v = r.value("--dead-letter-topic")) call.dead_letter_topic = std::string(*v);
         else if (auto v = r.value("--declarations")) call.declarations = std::string(*v);
         else if (!read_producer_flag(r, call.bootstrap_servers, call.producer) && !read_housekeeping_flag(r, call.housekeeping, housekeep_batch_flag))
@@ -114,7 +118,7 @@ int housekeep_command(std::span<const std::string_view> args) {
             yaml::load_file(call->declarations, yaml::registry<std::string>{}, {.assume_registered = true}));
     kafka::properties producer = call->producer;
     producer.insert_or_assign("bootstrap.servers", call->bootstrap_servers);
-    postgresql::store store({.conninfo = call->conninfo, .pool_size = 2});
+    postgresql::store store({.conninfo = call->conninfo, .pool_size = 2, .through = call->pooler});
     kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
     basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger> housekeeper(
         store, sink, housekeeping, {}, logger::stream_logger(std::cerr));

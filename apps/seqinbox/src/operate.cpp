@@ -12,6 +12,7 @@
 
 #include "json.hpp"
 #include "options.hpp"
+#include "pooler_flag.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/postgresql/store.hpp"
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr std::string_view connection_help =
     "  --postgres CONNINFO  libpq connection string of the inbox database\n"
+    "  --pooler MODE        transaction: through PgBouncer in transaction pooling mode; none: directly (default)\n"
     "  --json               one JSON document instead of a table\n";
 
 constexpr std::string_view exit_help =
@@ -30,6 +32,7 @@ constexpr std::string_view exit_help =
 /// What every operator subcommand reads from its command line.
 struct invocation {
     std::optional<std::string> conninfo;
+    postgresql::pooler pooler = postgresql::pooler::none;
     bool json = false;
     std::vector<std::string> positional;
 };
@@ -45,6 +48,7 @@ std::optional<invocation> parse(std::span<const std::string_view> args, std::str
             return std::nullopt;
         }
         if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (read_pooler_flag(r, call.pooler)) continue;
         else if (r.flag("--json")) call.json = true;
         else if (extra && extra(r)) continue;
         else if (!r.current().starts_with('-') && call.positional.size() < positional) call.positional.emplace_back(r.current());
@@ -61,6 +65,7 @@ int with_store(std::string_view command, const invocation& call, const std::func
     try {
         postgresql::store_options options;
         options.conninfo = *call.conninfo;
+        options.through = call.pooler;
         options.pool_size = 2;
         postgresql::store store(options);
         return body(store);

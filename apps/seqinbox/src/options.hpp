@@ -106,8 +106,10 @@ public:
         throw usage_error(prefix() + "unexpected argument '" + std::string(current_) + "'");
     }
 
-private:
+    /// "seqinbox COMMAND: ", which begins every usage_error about this command line.
     std::string prefix() const { return "seqinbox " + std::string(command_) + ": "; }
+
+private:
 
     std::span<const std::string_view> args_;
     std::string_view command_;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "options.hpp"
+#include "pooler_flag.hpp"
 #include "service_flags.hpp"
 #include "stop_signals.hpp"
 #include "seqinbox/logger/stream_logger.hpp"
@@ -29,6 +30,7 @@ constexpr std::string_view usage_text =
     "options:\n"
     "  --declarations FILE       YAML sequence declarations (built-in extractors only)\n"
     "  --postgres CONNINFO       libpq connection string of a database migrated with `seqinbox migrate`\n"
+    SEQINBOX_POOLER_FLAG_HELP
     "  --dead-letter-topic TOPIC topic of failed deliveries, on the default cluster\n"
     "  --input-topic TOPIC       topic of the message types whose declaration names none\n"
     "  --output-topic SEQ=TOPIC  output topic of sequence SEQ (repeatable)\n"
@@ -73,6 +75,7 @@ bool read_relay_flag(option_reader& r, run_call& call) {
     auto& o = call.options;
     if (auto v = r.value("--declarations")) o.declarations = std::string(*v);
     else if (auto v = r.value("--postgres")) o.conninfo = std::string(*v);
+    else if (read_pooler_flag(r, o.pooler)) return true;
     else if (auto v = r.value("--dead-letter-topic")) o.dead_letter_topic = std::string(*v);
     else if (auto v = r.value("--input-topic")) o.input_topic = std::string(*v);
     else if (auto v = r.value("--output-topic")) assign(o.output_topics, r.assignment("--output-topic", *v));

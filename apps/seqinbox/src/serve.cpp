@@ -6,6 +6,7 @@
 #include <string>
 
 #include "options.hpp"
+#include "pooler_flag.hpp"
 #include "service_flags.hpp"
 #include "stop_signals.hpp"
 #include "seqinbox/logger/stream_logger.hpp"
@@ -29,6 +30,7 @@ constexpr std::string_view usage_text =
     "\n"
     "options:\n"
     "  --postgres CONNINFO       libpq connection string of a database migrated with `seqinbox migrate`\n"
+    SEQINBOX_POOLER_FLAG_HELP
     "  --expiring-share S        share of the retention after which an OPEN instance is listed as\n"
     "                            expiring (default 0.75)\n";
 
@@ -38,6 +40,7 @@ constexpr std::string_view exit_text =
 
 struct serve_call {
     std::string conninfo;
+    postgresql::pooler pooler = postgresql::pooler::none;
     double expiring_share = 0.75;
     http_flags http;
 };
@@ -51,6 +54,7 @@ std::optional<serve_call> parse(std::span<const std::string_view> args) {
             return std::nullopt;
         }
         if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (read_pooler_flag(r, call.pooler)) continue;
         else if (auto v = r.value("--expiring-share")) call.expiring_share = r.share("--expiring-share", *v);
         else if (!read_http_flag(r, call.http)) r.unknown();
     }
@@ -68,6 +72,7 @@ int serve_command(std::span<const std::string_view> args) {
     const sigset_t signals = block_stop_signals();
     postgresql::store_options options;
     options.conninfo = call->conninfo;
+    options.through = call->pooler;
     options.pool_size = 4;  // the endpoint's serving threads
     postgresql::store store(options);
     const bool views_open = access.views_open(), writes = access.writes_enabled();

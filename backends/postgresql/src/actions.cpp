@@ -94,12 +94,13 @@ std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit
     return autocommitted("finding pending operator actions", [&](detail::connection& c) {
         long long id = 0;
         const auto max_rows = static_cast<long long>(limit);
-        soci::statement st = (c.session().prepare << "SELECT id FROM (SELECT id, pending_action_requested_at AS at"
-                                                     " FROM sequence_instance WHERE pending_action IS NOT NULL UNION ALL"
-                                                     " SELECT sequence_instance_id, pending_action_requested_at"
-                                                     " FROM sequenced_message WHERE pending_action IS NOT NULL) p"
-                                                     " GROUP BY id ORDER BY min(at), id LIMIT :limit",
-                              soci::into(id), soci::use(max_rows));
+        soci::statement st = detail::prepared(c.site(),
+                                              "SELECT id FROM (SELECT id, pending_action_requested_at AS at"
+                                              " FROM sequence_instance WHERE pending_action IS NOT NULL UNION ALL"
+                                              " SELECT sequence_instance_id, pending_action_requested_at"
+                                              " FROM sequenced_message WHERE pending_action IS NOT NULL) p"
+                                              " GROUP BY id ORDER BY min(at), id LIMIT :limit",
+                                              soci::into(id), soci::use(max_rows));
         std::vector<instance_id> ids;
         detail::for_each_row(st, [&] { ids.push_back(id); });
         return ids;
@@ -114,13 +115,13 @@ pending_actions store::transaction::pending_actions(instance_id instance) {
         std::string action;
         long long at = 0;
         const std::string requested_at = detail::sql_microseconds("pending_action_requested_at");
-        soci::statement st = (c.session().prepare << "SELECT 0, pending_action, " + requested_at +
-                                                         " FROM sequence_instance WHERE id = :instance AND pending_action IS NOT NULL"
-                                                         " UNION ALL SELECT id, pending_action, " +
-                                                         requested_at +
-                                                         " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
-                                                         " AND pending_action IS NOT NULL ORDER BY 1",
-                              soci::into(id), soci::into(action), soci::into(at), soci::use(instance), soci::use(instance));
+        soci::statement st = detail::prepared(c.site(),
+                                              "SELECT 0, pending_action, " + requested_at +
+                                                  " FROM sequence_instance WHERE id = :instance AND pending_action IS NOT NULL"
+                                                  " UNION ALL SELECT id, pending_action, " + requested_at +
+                                                  " FROM sequenced_message WHERE sequence_instance_id = :instance_again"
+                                                  " AND pending_action IS NOT NULL ORDER BY 1",
+                                              soci::into(id), soci::into(action), soci::into(at), soci::use(instance), soci::use(instance));
         detail::for_each_row(st, [&] {
             if (id == 0)
                 actions.on_instance = {detail::parse_instance_action(action), from_microseconds(at)};

@@ -82,6 +82,8 @@ constexpr std::string_view connection_fix =
     "check the connection string (host, port, dbname, user, password) and that the PostgreSQL server "
     "is running and accepts connections from this host";
 
+void ignore_notice(void*, const char*) {}
+
 bool starts_with_any(const std::string& s, std::initializer_list<std::string_view> prefixes) {
     for (auto p : prefixes)
         if (s.starts_with(p)) return true;
@@ -114,9 +116,12 @@ std::unique_ptr<soci::session> connect(const std::string& conninfo) {
         throw error(error_category::connection, "cannot connect to PostgreSQL with '" + redact_conninfo(conninfo) +
                                                     "': " + e.get_error_message() + "; " + std::string(connection_fix));
     }
+    // libpq would print NOTICEs on stderr. Ignored here rather than by SET client_min_messages:
+    // PgBouncer in transaction mode carries a session's TimeZone to each server connection it
+    // lends, but no other setting.
+    PQsetNoticeProcessor(static_cast<soci::postgresql_session_backend*>(session->get_backend())->conn_, ignore_notice, nullptr);
     try {
         *session << "SET TIME ZONE 'UTC'";
-        *session << "SET client_min_messages = warning";  // libpq would print NOTICEs on stderr
     } catch (const soci::soci_error& e) {
         rethrow(e, "configuring the session", conninfo);
     }

@@ -22,19 +22,36 @@ namespace seqinbox::postgresql {
 using detail::sql_timestamp;
 using detail::to_microseconds;
 
+namespace {
+
+/// In a transaction: takes the job's advisory lock, held until the transaction ends, and keeps
+/// the idle-in-transaction timeout from ending the transaction while the job runs. 1 when taken.
+const detail::named_sql& job_lock_sql() {
+    static const detail::named_sql s = detail::named(
+        "job_lock", "SELECT set_config('idle_in_transaction_session_timeout', '0', true),"
+                    " CAST(pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS integer)");
+    return s;
+}
+
+}  // namespace
+
+// The lock belongs to a transaction left open while the job runs, not to the session: through a
+// transaction pooler the session's server connection changes between transactions, while an
+// open transaction keeps its own. A lost connection or a crashed holder ends the transaction and
+// the lock with it.
 struct store::job_lock::impl {
-    impl(detail::lease leased, std::string lock_key) : conn(std::move(leased)), key(std::move(lock_key)) {}
+    explicit impl(detail::lease leased) : conn(std::move(leased)) {}
     impl(const impl&) = delete;
     impl& operator=(const impl&) = delete;
 
     detail::lease conn;
-    std::string key;  // hashed by the server into the one-key advisory lock space
     ~impl() {
         if (!conn) return;
         try {
-            conn->session() << "SELECT pg_advisory_unlock(hashtextextended(:key, 0))", soci::use(key);
+            conn->count_round_trip();
+            conn->session().commit();
         } catch (...) {
-            conn->mark_broken();  // closing the session releases the lock
+            conn->mark_broken();  // closing the session ends the transaction and releases the lock
         }
     }
 };
@@ -46,21 +63,22 @@ store::job_lock& store::job_lock::operator=(job_lock&&) noexcept = default;
 store::job_lock::~job_lock() = default;
 
 store::job_lock store::try_lock_job(const std::string& job) {
-    auto state = std::make_unique<job_lock::impl>(pool_->acquire(), "seqinbox.job:" + job);
-    int got = 0;
+    auto state = std::make_unique<job_lock::impl>(pool_->acquire());
+    detail::connection& c = *state->conn.operator->();
     try {
-        state->conn->count_round_trip();
-        state->conn->session() << "SELECT CAST(pg_try_advisory_lock(hashtextextended(:key, 0)) AS integer)", soci::use(state->key),
-            soci::into(got);
+        c.count_round_trip();
+        auto statements = c.batch();
+        statements.statement(detail::begin_sql(), {});
+        const auto taken = statements.statement(job_lock_sql(), {"seqinbox.job:" + job});
+        if (statements.run().at(taken).number(0, 1) == 1) return job_lock(std::move(state));
+        c.count_round_trip();
+        c.session().rollback();  // held by another
     } catch (const soci::soci_error& e) {
-        state->conn->mark_broken();
-        detail::fail(*state->conn.operator->(), e, "taking the lock of housekeeping job " + job, pool_->options().conninfo);
+        c.mark_broken();
+        detail::fail(c, e, "taking the lock of housekeeping job " + job, pool_->options().conninfo);
     }
-    if (got != 1) {
-        state->conn.release();  // held by another: nothing to unlock
-        return {};
-    }
-    return job_lock(std::move(state));
+    state->conn.release();
+    return {};
 }
 
 namespace {

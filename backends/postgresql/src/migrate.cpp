@@ -36,17 +36,18 @@ struct applied_script {
     std::string checksum;
 };
 
-/// Holds the migration advisory lock for the session's lifetime (or until released).
-class advisory_lock {
+/// Holds the migration lock: an advisory lock of a transaction left open on a session of its
+/// own, not a session lock, since through a transaction pooler a session's server connection
+/// changes between transactions. The lock ends with the transaction: on release, or when the
+/// migrator dies.
+class migration_lock {
 public:
-    // Polled, each try a statement of its own: a migrator blocked inside pg_advisory_lock would be
-    // a transaction that the holder's CREATE INDEX CONCURRENTLY (V7) waits for, a deadlock.
-    advisory_lock(soci::session& session, std::chrono::milliseconds wait, const std::string& conninfo) : session_(session) {
+    // Polled, each try a transaction of its own: a migrator blocked inside pg_advisory_xact_lock
+    // would hold a snapshot that the holder's CREATE INDEX CONCURRENTLY (V7) waits for, a deadlock.
+    migration_lock(const std::string& conninfo, std::chrono::milliseconds wait) : session_(detail::connect(conninfo)) {
         const auto deadline = std::chrono::steady_clock::now() + wait;
         for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
-            int got = 0;
-            session_ << "SELECT CAST(pg_try_advisory_lock(:key) AS integer)", soci::use(migration_lock_key), soci::into(got);
-            if (got == 1) return;
+            if (try_take()) return;
             if (std::chrono::steady_clock::now() >= deadline)
                 throw error(error_category::retryable,
                             "taking the schema migration lock on '" + redact_conninfo(conninfo) + "': another migration held it for " +
@@ -55,25 +56,42 @@ public:
             std::this_thread::sleep_for(pause);
         }
     }
-    advisory_lock(const advisory_lock&) = delete;
-    advisory_lock& operator=(const advisory_lock&) = delete;
-    ~advisory_lock() {
+    migration_lock(const migration_lock&) = delete;
+    migration_lock& operator=(const migration_lock&) = delete;
+    ~migration_lock() {
         try {
-            session_ << "SELECT pg_advisory_unlock(:key)", soci::use(migration_lock_key);
+            session_->commit();
         } catch (const soci::soci_error&) {
             // the connection is gone, and the lock with it
         }
     }
 
 private:
-    soci::session& session_;
+    /// The idle-in-transaction timeout is lifted for the lock's transaction: it idles while the
+    /// scripts run on the other session.
+    bool try_take() {
+        int got = 0;
+        session_->begin();
+        *session_ << "SELECT CAST(pg_try_advisory_xact_lock(:key) AS integer)"
+                     " FROM set_config('idle_in_transaction_session_timeout', '0', true)",
+            soci::use(migration_lock_key), soci::into(got);
+        if (got != 1) session_->rollback();
+        return got == 1;
+    }
+
+    std::unique_ptr<soci::session> session_;
 };
 
 std::map<int, applied_script> read_history(soci::session& session) {
+    // One unnamed query (nothing prepared outlives it, as a transaction pooler needs), into
+    // vectors sized beyond any history.
+    constexpr std::size_t most_versions = 10'000;
+    std::vector<int> versions(most_versions);
+    std::vector<std::string> names(most_versions), checksums(most_versions);
+    session << "SELECT version, name, checksum FROM seqinbox_schema_history", soci::into(versions), soci::into(names),
+        soci::into(checksums);
     std::map<int, applied_script> history;
-    soci::rowset<soci::row> rows = (session.prepare << "SELECT version, name, checksum FROM seqinbox_schema_history");
-    for (const auto& row : rows)
-        history.emplace(row.get<int>(0), applied_script{row.get<std::string>(1), row.get<std::string>(2)});
+    for (std::size_t i = 0; i < versions.size(); ++i) history.emplace(versions[i], applied_script{names[i], checksums[i]});
     return history;
 }
 
@@ -148,10 +166,10 @@ migrate_report migrate(const std::string& conninfo, const migrate_options& optio
         throw error(error_category::misuse, "migrate: target version " + std::to_string(target) +
                                                 " is outside 0.." + std::to_string(latest_schema_version()) +
                                                 ", the schema versions this library knows");
-    std::unique_ptr<soci::session> session = detail::connect(conninfo);
     std::string_view doing = "taking the schema migration lock";
     try {
-        const advisory_lock lock(*session, options.lock_wait, conninfo);
+        const migration_lock lock(conninfo, options.lock_wait);
+        std::unique_ptr<soci::session> session = detail::connect(conninfo);
         doing = "reading seqinbox_schema_history";
         *session << create_history;
         const auto history = read_history(*session);

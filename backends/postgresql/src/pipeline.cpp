@@ -8,6 +8,7 @@
 #include <soci/postgresql/soci-postgresql.h>
 
 #include "seqinbox/error.hpp"
+#include "statements.hpp"
 
 namespace seqinbox::postgresql::detail {
 
@@ -34,7 +35,7 @@ long long result::affected() const {
 }
 
 std::size_t pipeline::statement(const named_sql& s, std::vector<parameter> params) {
-    if (!prepared_->contains(s.name) && preparing_.insert(s.name).second) queued_.push_back({&s, nullptr, {}});
+    if (!rules_->unnamed && !prepared_->contains(s.name) && preparing_.insert(s.name).second) queued_.push_back({&s, nullptr, {}});
     queued_.push_back({nullptr, &s, std::move(params)});
     answers_.push_back(queued_.size() - 1);
     return answers_.size() - 1;
@@ -47,8 +48,10 @@ void pipeline::send(const queued& q) {
     } else {
         std::vector<const char*> values;
         for (const auto& p : q.params) values.push_back(p ? p->c_str() : nullptr);
-        sent = PQsendQueryPrepared(conn_, q.statement->name.c_str(), static_cast<int>(values.size()), values.data(),
-                                   nullptr, nullptr, 0);
+        const int count = static_cast<int>(values.size());
+        sent = rules_->unnamed
+                   ? PQsendQueryParams(conn_, q.statement->text.c_str(), count, nullptr, values.data(), nullptr, nullptr, 0)
+                   : PQsendQueryPrepared(conn_, q.statement->name.c_str(), count, values.data(), nullptr, nullptr, 0);
     }
     if (sent != 1) lost();
 }
@@ -60,7 +63,16 @@ void pipeline::lost() {
     throw soci::postgresql_soci_error(*message != '\0' ? message : "the PostgreSQL connection failed", connection_failure);
 }
 
+void pipeline::queue_local_settings() {
+    if (rules_->local_settings == nullptr || queued_.empty() || PQtransactionStatus(conn_) != PQTRANS_IDLE) return;
+    const std::size_t at = queued_.front().statement == &begin_sql() ? 1 : 0;
+    queued_.insert(queued_.begin() + static_cast<std::ptrdiff_t>(at), {nullptr, rules_->local_settings, rules_->local_settings_params});
+    for (auto& answer : answers_)
+        if (answer >= at) ++answer;
+}
+
 std::vector<result> pipeline::run() {
+    queue_local_settings();
     if (PQenterPipelineMode(conn_) != 1) lost();
     for (const auto& q : queued_) send(q);
     if (PQpipelineSync(conn_) != 1) lost();

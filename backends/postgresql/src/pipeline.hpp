@@ -25,6 +25,17 @@ struct named_sql {
 /// A parameter in text form; nullopt is SQL NULL.
 using parameter = std::optional<std::string>;
 
+/// How a connection sends its statements. Directly to PostgreSQL each named_sql is prepared once
+/// per connection under its name. Through a transaction pooler (store_options::through) nothing
+/// may outlive a transaction: statements go unnamed (parsed each time, in the same round trip),
+/// and the settings a direct connection SETs once travel as `local_settings` (set_config(...,
+/// true) with these parameters) at the start of every transaction the pipeline begins.
+struct sending_rules {
+    bool unnamed = false;
+    const named_sql* local_settings = nullptr;
+    std::vector<parameter> local_settings_params;
+};
+
 /// The rows of one statement of a batch, as text.
 class result {
 public:
@@ -46,7 +57,9 @@ private:
 class pipeline {
 public:
     /// `prepared` lists the named statements this connection has prepared; run() adds to it.
-    pipeline(PGconn* conn, std::set<std::string>& prepared) : conn_(conn), prepared_(&prepared) {}
+    /// `rules` outlives the pipeline.
+    pipeline(PGconn* conn, std::set<std::string>& prepared, const sending_rules& rules)
+        : conn_(conn), prepared_(&prepared), rules_(&rules) {}
 
     /// Queues `s` with `params`, preparing it first on a connection that has not; returns its
     /// index in run()'s answer.
@@ -66,10 +79,14 @@ private:
     };
 
     void send(const queued& q);
+    /// Queues rules_->local_settings where the transaction starts: after a leading BEGIN, or first
+    /// when the statements run in an implicit transaction of their own.
+    void queue_local_settings();
     [[noreturn]] void lost();
 
     PGconn* conn_;
     std::set<std::string>* prepared_;
+    const sending_rules* rules_;
     std::set<std::string> preparing_;
     std::vector<queued> queued_;
     std::vector<std::size_t> answers_;  ///< per statement, its position among everything queued

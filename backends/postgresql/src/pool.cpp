@@ -13,13 +13,25 @@ namespace seqinbox::postgresql::detail {
 
 namespace {
 
-/// The session settings every pooled connection carries (SET, not SET LOCAL: no round trip per
-/// transaction). Values are integers formatted here, never user text.
+/// idle_in_transaction_session_timeout in ms, or nullopt to keep the server's.
+parameter idle_timeout_ms(const store_options& options) {
+    if (options.idle_in_transaction_timeout.count() < 0) return std::nullopt;
+    return std::to_string(std::chrono::milliseconds(options.idle_in_transaction_timeout).count());
+}
+
+/// The session settings every pooled connection carries: SET once on a direct connection (no
+/// round trip per transaction), SET LOCAL by each transaction through a transaction pooler,
+/// where a session's settings would stay behind on a server connection others then use.
+sending_rules rules_for(const store_options& options) {
+    if (options.through == pooler::none) return {};
+    return {true, &local_settings_sql(), {idle_timeout_ms(options), std::to_string(options.lock_timeout.count())}};
+}
+
+/// Values are integers formatted here, never user text.
 void apply_settings(soci::session& session, const store_options& options, const std::string& conninfo) {
+    if (options.through != pooler::none) return;
     try {
-        if (options.idle_in_transaction_timeout.count() >= 0)
-            session << "SET idle_in_transaction_session_timeout = " +
-                           std::to_string(std::chrono::milliseconds(options.idle_in_transaction_timeout).count());
+        if (const auto idle = idle_timeout_ms(options)) session << "SET idle_in_transaction_session_timeout = " + *idle;
         session << "SET lock_timeout = " + std::to_string(options.lock_timeout.count());
     } catch (const soci::soci_error& e) {
         rethrow(e, "configuring a new connection", conninfo);
@@ -48,7 +60,7 @@ bool readable(int socket) {
 }  // namespace
 
 connection::connection(const store_options& options, counters& counts)
-    : counts_(&counts), session_(connect(options.conninfo)) {
+    : counts_(&counts), rules_(rules_for(options)), session_(connect(options.conninfo)) {
     PQsetNoticeReceiver(native(*session_), note_fatal_message, &server_ended_session_);
     apply_settings(*session_, options, options.conninfo);
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
@@ -73,7 +85,7 @@ bool connection::connected() const noexcept {
     return PQstatus(conn) == CONNECTION_OK && !server_ended_session_;
 }
 
-pipeline connection::batch() { return {native(*session_), batch_statements_}; }
+pipeline connection::batch() { return {native(*session_), batch_statements_, rules_}; }
 
 bool connection::in_failed_transaction() const { return PQtransactionStatus(native(*session_)) == PQTRANS_INERROR; }
 

@@ -36,14 +36,17 @@ public:
     connection& operator=(const connection&) = delete;
 
     soci::session& session() { return *session_; }
+    /// Where this connection's SOCI statements are made (unnamed through a transaction pooler).
+    statement_site site() { return {*session_, rules_.unnamed}; }
 
-    /// The prepared statement S of this connection, prepared on first use.
+    /// The prepared statement S of this connection, prepared on first use (unnamed statements
+    /// need no round trip of their own).
     template <class S>
     S& statement() {
         auto& slot = std::get<std::unique_ptr<S>>(statements_);
         if (!slot) {
-            counts_->round_trips.fetch_add(1, std::memory_order_relaxed);
-            slot = std::make_unique<S>(*session_);
+            if (!rules_.unnamed) counts_->round_trips.fetch_add(1, std::memory_order_relaxed);
+            slot = std::make_unique<S>(site());
         }
         return *slot;
     }
@@ -64,6 +67,7 @@ public:
 
 private:
     counters* counts_;
+    sending_rules rules_;
     bool broken_ = false;
     bool server_ended_session_ = false;  // a FATAL message arrived; the server closes the socket next
     std::unique_ptr<soci::session> session_;

@@ -37,7 +37,7 @@ std::string four_arrays_sql(std::string_view alias) {
 // Reads first: the steady state finds the instance, and an INSERT would draw a sequence value
 // even when it conflicts. With skip_flush the creation's commit does not wait for its WAL flush
 // (store_options::flush_every_commit).
-instance_upsert::instance_upsert(soci::session& s)
+instance_upsert::instance_upsert(statement_site s)
     : st(prepared_with(s,
                        "WITH existing AS (SELECT " + instance_columns_sql() +
                            " FROM sequence_instance WHERE name = :name AND context_id = :context_id),"
@@ -74,6 +74,14 @@ const named_sql& instance_upsert_batch_sql() {
 }
 
 named_sql named(const char* name, std::string text) { return {std::string("seqinbox_") + name, std::move(text)}; }
+
+const named_sql& local_settings_sql() {
+    static const named_sql s = named("local_settings",
+                                     "SELECT set_config('idle_in_transaction_session_timeout',"
+                                     " COALESCE($1, current_setting('idle_in_transaction_session_timeout')), true),"
+                                     " set_config('lock_timeout', $2, true)");
+    return s;
+}
 
 const named_sql& begin_sql() {
     static const named_sql s = named("begin", "BEGIN");
@@ -362,14 +370,14 @@ const named_sql& waiting_messages_page_sql() {
     return s;
 }
 
-message_insert::message_insert(soci::session& s)
+message_insert::message_insert(statement_site s)
     : st(prepared(s,
                   "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
                   " state_changed_at) VALUES (:instance, :type, :idempotence_id, :state, " +
                       sql_timestamp(":created_at") + ", " + sql_timestamp(":state_changed_at") + ")",
                   use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at))) {}
 
-message_insert_with_record::message_insert_with_record(soci::session& s)
+message_insert_with_record::message_insert_with_record(statement_site s)
     : st(prepared(s,
                   "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state,"
                   " created_at, state_changed_at, cluster, topic, partition, \"offset\", key, value, traceparent, record_time,"
@@ -381,7 +389,7 @@ message_insert_with_record::message_insert_with_record(soci::session& s)
                   use(cluster), use(topic), use(partition), use(offset), use(key, key_null), use(value, value_null),
                   use(traceparent, traceparent_null), use(record_time), use(headers))) {}
 
-message_store::message_store(soci::session& s)
+message_store::message_store(statement_site s)
     : st(prepared(s,
                   "SELECT seqinbox_store_message(:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
                       ", " + sql_timestamp(":state_changed_at") +
@@ -393,7 +401,7 @@ message_store::message_store(soci::session& s)
                   use(key, key_null), use(value, value_null), use(traceparent, traceparent_null), use(record_time), use(headers),
                   use(skip_flush))) {}
 
-transaction_id_query::transaction_id_query(soci::session& s)
+transaction_id_query::transaction_id_query(statement_site s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}
 
 }  // namespace seqinbox::postgresql::detail

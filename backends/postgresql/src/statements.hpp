@@ -22,6 +22,10 @@ namespace seqinbox::postgresql::detail {
 /// A named_sql whose name says what it does; the prefix keeps it apart from SOCI's st_N.
 named_sql named(const char* name, std::string text);
 
+/// The settings of store_options for the current transaction alone (idle-in-transaction timeout
+/// in ms or NULL to keep the server's, lock timeout in ms): sending_rules::local_settings.
+const named_sql& local_settings_sql();
+
 /// Transaction control, prepared like the rest (as pgbench -M prepared does): no parse per use.
 const named_sql& begin_sql();
 const named_sql& commit_sql();
@@ -104,15 +108,29 @@ struct instance_columns {
     soci::indicator remove_after_null = soci::i_ok;
 };
 
-/// Prepares `sql` on `s` with the given exchange elements (into/use) in order.
+/// Where a SOCI statement is made: its session, and whether it must go unnamed (through a
+/// transaction pooler; see sending_rules), since SOCI prepares statements under names (st_N).
+struct statement_site {
+    soci::session& session;
+    bool unnamed = false;
+};
+
+/// Prepares `sql` at `site` with the given exchange elements (into/use) in order; unnamed, it
+/// is only parsed by each execution (a one-time query in SOCI's terms, re-executable all the same).
 template <class... Elements>
-soci::statement prepared(soci::session& s, const std::string& sql, Elements&&... elements) {
-    return ((s.prepare << sql), ..., std::forward<Elements>(elements));
+soci::statement prepared(statement_site site, const std::string& sql, Elements&&... elements) {
+    if (!site.unnamed) return ((site.session.prepare << sql), ..., std::forward<Elements>(elements));
+    soci::statement st(site.session);
+    (st.exchange(std::forward<Elements>(elements)), ...);
+    st.alloc();
+    st.prepare(sql, soci::details::st_one_time_query);
+    st.define_and_bind();
+    return st;
 }
 
 /// Like prepared, with the into elements of `intos` (a tuple) first.
 template <class Tuple, class... Elements>
-soci::statement prepared_with(soci::session& s, const std::string& sql, Tuple intos, Elements&&... uses) {
+soci::statement prepared_with(statement_site s, const std::string& sql, Tuple intos, Elements&&... uses) {
     return std::apply([&](auto&&... into_elements) { return prepared(s, sql, into_elements..., std::forward<Elements>(uses)...); },
                       std::move(intos));
 }
@@ -132,7 +150,7 @@ struct instance_upsert {
     instance_columns row;
     int created = 0;  ///< 1 when this statement inserted the row
     soci::statement st;
-    explicit instance_upsert(soci::session& s);
+    explicit instance_upsert(statement_site s);
 };
 
 /// A row without record (processed or failed on the direct path).
@@ -140,7 +158,7 @@ struct message_insert {
     long long instance = 0, created_at = 0, state_changed_at = 0;
     std::string type, idempotence_id, state;
     soci::statement st;
-    explicit message_insert(soci::session& s);
+    explicit message_insert(statement_site s);
 };
 
 /// The parameters of a row with its record and headers.
@@ -154,7 +172,7 @@ struct message_columns {
 /// A row with its record and headers, in one statement.
 struct message_insert_with_record : message_columns {
     soci::statement st;
-    explicit message_insert_with_record(soci::session& s);
+    explicit message_insert_with_record(statement_site s);
 };
 
 /// seqinbox_store_message (schema V4): the row stored under its key's lock; `outcome` is
@@ -166,13 +184,13 @@ struct message_store : message_columns {
     int skip_flush = 0;
     std::string outcome;
     soci::statement st;
-    explicit message_store(soci::session& s);
+    explicit message_store(statement_site s);
 };
 
 struct transaction_id_query {
     long long id = 0;
     soci::statement st;
-    explicit transaction_id_query(soci::session& s);
+    explicit transaction_id_query(statement_site s);
 };
 
 }  // namespace seqinbox::postgresql::detail

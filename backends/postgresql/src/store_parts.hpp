@@ -88,7 +88,7 @@ std::optional<sequence_instance> store::one_instance(transaction& tx, std::strin
     std::optional<sequence_instance> instance;
     run_in(tx, doing, [&](detail::connection& c) {
         detail::instance_columns row;
-        soci::statement st = detail::prepared_with(c.session(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE " + where,
+        soci::statement st = detail::prepared_with(c.site(), "SELECT " + detail::instance_columns_sql() + " FROM sequence_instance WHERE " + where,
                                                    detail::into_instance(row), soci::use(keys)...);
         if (st.execute(true)) instance = detail::to_instance(row);
     });
@@ -101,7 +101,7 @@ std::vector<sequence_instance> store::instances_where(std::string_view doing, co
     return autocommitted(doing, [&](detail::connection& c) {
         detail::instance_columns row;
         const auto max_rows = static_cast<long long>(limit);
-        soci::statement st = detail::prepared_with(c.session(), sql, detail::into_instance(row), soci::use(values)..., soci::use(max_rows));
+        soci::statement st = detail::prepared_with(c.site(), sql, detail::into_instance(row), soci::use(values)..., soci::use(max_rows));
         std::vector<sequence_instance> rows;
         detail::for_each_row(st, [&] { rows.push_back(detail::to_instance(row)); });
         return rows;

@@ -240,7 +240,11 @@ private:
 
     void begin_if_needed() {
         if (begun_) return;
-        guarded("starting a transaction", [](detail::connection& c) { c.session().begin(); });
+        guarded("starting a transaction", [](detail::connection& c) {  // a pipeline: it carries local settings
+            auto statements = c.batch();
+            statements.statement(detail::begin_sql(), {});
+            statements.run();
+        });
         begun_ = true;
     }
 

@@ -45,7 +45,7 @@ std::vector<std::tuple<std::string, std::string, std::size_t>> store::grouped_co
     return autocommitted(doing, [&](detail::connection& c) {
         std::string name, state;
         long long n = 0;
-        soci::statement st = detail::prepared(c.session(), sql, soci::into(name), soci::into(state), soci::into(n));
+        soci::statement st = detail::prepared(c.site(), sql, soci::into(name), soci::into(state), soci::into(n));
         std::vector<std::tuple<std::string, std::string, std::size_t>> rows;
         detail::for_each_row(st, [&] { rows.emplace_back(name, state, static_cast<std::size_t>(n)); });
         return rows;
@@ -84,7 +84,7 @@ std::vector<waiting_instance> store::waiting_longest(std::size_t limit) {
         long long oldest = 0, waiting = 0;
         const auto max_rows = static_cast<long long>(limit);
         soci::statement st = detail::prepared_with(
-            c.session(),
+            c.site(),
             "SELECT " + detail::instance_columns_sql() + ", " + detail::sql_microseconds("w.oldest") +
                 ", w.waiting FROM (SELECT sequence_instance_id, min(created_at) AS oldest, count(*) AS waiting FROM sequenced_message"
                 " WHERE state = 'WAITING' GROUP BY sequence_instance_id ORDER BY 2, 1 LIMIT :limit) w"
@@ -102,7 +102,7 @@ std::vector<retention_count> store::retention_counts(timestamp now, double share
         long long expiring = 0, expired = 0;
         const long long at = to_microseconds(now);
         soci::statement st = detail::prepared(
-            c.session(),
+            c.site(),
             "SELECT name, count(*) FILTER (WHERE retain_until >= " + sql_timestamp(":now") +
                 " AND created_at + (retain_until - created_at) * :share <= " + sql_timestamp(":now_again") +
                 "), count(*) FILTER (WHERE retain_until < " + sql_timestamp(":now_expired") +
@@ -181,7 +181,7 @@ std::optional<instance_view> store::view_of(transaction& tx, const sequence_inst
     run_in(tx, "reading a page of an instance's messages", [&](detail::connection& c) {
         message_columns columns;
         soci::statement st = detail::prepared_with(
-            c.session(),
+            c.site(),
             "SELECT " + message_columns::select_list() +
                 " FROM sequenced_message WHERE sequence_instance_id = :id AND id > :after ORDER BY id + 0 LIMIT :rows",
             columns.into(), soci::use(id), soci::use(after), soci::use(rows));
@@ -199,14 +199,14 @@ std::optional<instance_view> store::view_of(transaction& tx, const sequence_inst
     run_in(tx, "counting the messages of an instance", [&](detail::connection& c) {
         std::string state;
         long long n = 0;
-        soci::statement st = detail::prepared(c.session(), "SELECT state, count(*) FROM sequenced_message WHERE sequence_instance_id = :id GROUP BY state",
+        soci::statement st = detail::prepared(c.site(), "SELECT state, count(*) FROM sequenced_message WHERE sequence_instance_id = :id GROUP BY state",
                                               soci::into(state), soci::into(n), soci::use(id));
         detail::for_each_row(st, [&] { view->counts[detail::parse_message_state(state)] = static_cast<std::size_t>(n); });
     });
     run_in(tx, "reading an instance's pending action", [&](detail::connection& c) {
         std::string action;
         long long at = 0;
-        soci::statement st = detail::prepared(c.session(),
+        soci::statement st = detail::prepared(c.site(),
                                               "SELECT pending_action, " + detail::sql_microseconds("pending_action_requested_at") +
                                                   " FROM sequence_instance WHERE id = :id AND pending_action IS NOT NULL",
                                               soci::into(action), soci::into(at), soci::use(id));
@@ -232,7 +232,7 @@ std::optional<message_view> store::message_where(const std::string& where, const
     std::optional<message_request> pending;
     run_in(tx, "reading a message", [&](detail::connection& c) {
         message_columns columns;
-        soci::statement st = detail::prepared_with(c.session(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE " + where,
+        soci::statement st = detail::prepared_with(c.site(), "SELECT " + message_columns::select_list() + " FROM sequenced_message WHERE " + where,
                                                    columns.into(), soci::use(keys)...);
         if (st.execute(true)) {
             message = columns.record();

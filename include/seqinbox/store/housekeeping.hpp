@@ -88,7 +88,7 @@ concept housekeeping_store =
                          scan_position& after, std::span<const instance_id> ids, const forward_waiting& forward,
                          const removal_condition& condition,
                          std::span<const deduplication_window> windows) {
-        /// Exclusive across every user of the database (PostgreSQL: a session advisory lock),
+        /// Exclusive across every user of the database (PostgreSQL: an advisory lock held by an open transaction),
         /// held while the returned object lives; it converts to false when another holds it.
         typename S::job_lock;
         requires std::movable<typename S::job_lock>;

@@ -3,9 +3,10 @@
 // compiled into the library, so migrating needs no file at run time.
 //
 // migrate() applies the missing scripts in version order, each in its own transaction together
-// with its row in seqinbox_schema_history (version, name, SHA-256 of the script). It holds a
-// session-level advisory lock while it works, so service instances starting together apply each
-// script exactly once; the others wait, then find nothing left to do. A script whose first line
+// with its row in seqinbox_schema_history (version, name, SHA-256 of the script). It holds an
+// advisory lock while it works (in a transaction left open on a second connection, so that it
+// works through PgBouncer in transaction mode too; nothing it sends is a named prepared
+// statement), so service instances starting together apply each script exactly once; the others wait, then find nothing left to do. A script whose first line
 // is "-- seqinbox: each statement on its own, outside a transaction" (V7: CREATE INDEX
 // CONCURRENTLY, so that writers go on meanwhile) runs statement by statement, then records its
 // row; it is written to be run again after stopping halfway.

@@ -51,8 +51,6 @@ struct store_options {
     /// target_session_attrs=read-write, or postgresql://a:p,b:q/db?target_session_attrs=read-write)
     /// reach whichever is the primary now: a connection that lands on a standby is a lost one.
     std::string conninfo;
-    /// none: direct connections (or a session-mode pooler); transaction: see pooler.
-    pooler through = pooler::none;
     /// Connections kept open at most (two per consumer thread with requires_new steps).
     std::size_t pool_size = 8;
     /// How long begin() waits for a free connection before a retryable error.
@@ -78,6 +76,9 @@ struct store_options {
     /// claim transaction that ends without that commit flushes explicitly. Every other commit
     /// keeps the server's setting; true makes these wait too.
     bool flush_every_commit = false;
+    /// none: direct connections (or a session-mode pooler); transaction: see pooler. Last, so
+    /// that options written positionally before it came still mean the same.
+    pooler through = pooler::none;
 };
 
 /// Counters of one store, for benchmarks and operators.
@@ -136,8 +137,9 @@ public:
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
-    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is a session advisory lock and
-    /// keeps one pooled connection while it lives.
+    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is an advisory
+    /// lock of a transaction left open while it lives, on one pooled connection (through PgBouncer,
+    /// one server connection too); it ends with its holder's connection.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
     std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
