@@ -27,9 +27,11 @@ using seqinbox::test::pgbouncer_server;
 
 namespace {
 
-/// Two server connections: each store's statements land on the connection that ran the other's.
+/// Four server connections, for 8 clients: a held job lock keeps one (its transaction stays
+/// open), three are held at most, and the other store's tries share what is left, the
+/// connections that ran the holder's lock statements among them.
 pgbouncer_server& bouncer() {
-    static pgbouncer_server server(pg_server::shared(), {.pool_size = 2});
+    static pgbouncer_server server(pg_server::shared(), {.pool_size = 4});
     return server;
 }
 
