@@ -168,3 +168,44 @@ BOOST_AUTO_TEST_CASE(closed_cleanup_batches_do_not_walk_the_entries_of_those_del
     BOOST_TEST_MESSAGE(batches << " closed-cleanup batches read " << pages << " pages of its index");
     BOOST_TEST(pages < batches * 40);
 }
+
+// The job lock is held by a transaction left open while the job runs (so that it holds through
+// PgBouncer in transaction mode too). Such a transaction must not keep a snapshot: the server's
+// xmin horizon would stay put for the whole run (vacuum cleans nothing, CREATE INDEX
+// CONCURRENTLY of a migration waits for the job), and the idle-in-transaction timeout the store
+// sets must not end it halfway.
+BOOST_AUTO_TEST_CASE(a_held_job_lock_keeps_no_snapshot_outlives_the_idle_timeout_and_excludes_others) {
+    const auto conninfo = migrated_database();
+    auto o = options(conninfo);
+    o.idle_in_transaction_timeout = 1s;
+    pg::store holder(o), other(options(conninfo));
+    auto held = holder.try_lock_job("seqinbox.closed_cleanup");
+    BOOST_REQUIRE(static_cast<bool>(held));
+    soci::session admin(soci::postgresql, conninfo);
+    const std::string idle_in_transaction =
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'";
+    BOOST_TEST(count(admin, idle_in_transaction) == 1);
+    BOOST_TEST(count(admin, idle_in_transaction + " AND backend_xmin IS NOT NULL") == 0);
+    std::this_thread::sleep_for(1500ms);
+    BOOST_TEST(count(admin, idle_in_transaction) == 1);
+    BOOST_TEST(!static_cast<bool>(other.try_lock_job("seqinbox.closed_cleanup")));
+    BOOST_TEST(static_cast<bool>(other.try_lock_job("seqinbox.expiry")));
+    held = {};
+    BOOST_TEST(static_cast<bool>(other.try_lock_job("seqinbox.closed_cleanup")));
+}
+
+BOOST_AUTO_TEST_CASE(a_job_lock_ends_with_its_holders_connection) {
+    const auto conninfo = migrated_database();
+    pg::store holder(options(conninfo)), other(options(conninfo));
+    auto held = holder.try_lock_job("seqinbox.closed_cleanup");
+    BOOST_REQUIRE(static_cast<bool>(held));
+    soci::session admin(soci::postgresql, conninfo);
+    admin << "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
+             " AND state = 'idle in transaction'";
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool taken = false;
+    while (!(taken = static_cast<bool>(other.try_lock_job("seqinbox.closed_cleanup"))) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    BOOST_TEST(taken);
+    held = {};  // releasing on the lost connection does not throw
+}

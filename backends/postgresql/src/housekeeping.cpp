@@ -24,12 +24,19 @@ using detail::to_microseconds;
 
 namespace {
 
-/// In a transaction: takes the job's advisory lock, held until the transaction ends, and keeps
-/// the idle-in-transaction timeout from ending the transaction while the job runs. 1 when taken.
+/// In a transaction: takes the job's advisory lock, held until the transaction ends. 1 when taken.
 const detail::named_sql& job_lock_sql() {
-    static const detail::named_sql s = detail::named(
-        "job_lock", "SELECT set_config('idle_in_transaction_session_timeout', '0', true),"
-                    " CAST(pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS integer)");
+    static const detail::named_sql s =
+        detail::named("job_lock", "SELECT CAST(pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS integer)");
+    return s;
+}
+
+/// Sent after job_lock_sql, a statement that needs no snapshot: the SELECT's portal, which keeps
+/// its snapshot (and so the server's xmin horizon for vacuum and CREATE INDEX CONCURRENTLY) while
+/// it is open, closes when the next statement starts. It lifts the idle-in-transaction timeout
+/// for the lock's transaction, which idles while the job runs.
+const detail::named_sql& job_lock_idle_sql() {
+    static const detail::named_sql s = detail::named("job_lock_idle", "SET LOCAL idle_in_transaction_session_timeout = 0");
     return s;
 }
 
@@ -70,7 +77,8 @@ store::job_lock store::try_lock_job(const std::string& job) {
         auto statements = c.batch();
         statements.statement(detail::begin_sql(), {});
         const auto taken = statements.statement(job_lock_sql(), {"seqinbox.job:" + job});
-        if (statements.run().at(taken).number(0, 1) == 1) return job_lock(std::move(state));
+        statements.statement(job_lock_idle_sql(), {});
+        if (statements.run().at(taken).number(0, 0) == 1) return job_lock(std::move(state));
         c.count_round_trip();
         c.session().rollback();  // held by another
     } catch (const soci::soci_error& e) {

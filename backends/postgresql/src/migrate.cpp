@@ -67,16 +67,20 @@ public:
     }
 
 private:
-    /// The idle-in-transaction timeout is lifted for the lock's transaction: it idles while the
-    /// scripts run on the other session.
+    /// Simple queries (no parameters): an extended-protocol SELECT leaves its portal, and with it
+    /// a snapshot, open until the transaction's next statement, and CREATE INDEX CONCURRENTLY
+    /// waits for every transaction that holds one. The idle-in-transaction timeout is lifted for
+    /// the lock's transaction: it idles while the scripts run on the other session.
     bool try_take() {
         int got = 0;
         session_->begin();
-        *session_ << "SELECT CAST(pg_try_advisory_xact_lock(:key) AS integer)"
-                     " FROM set_config('idle_in_transaction_session_timeout', '0', true)",
-            soci::use(migration_lock_key), soci::into(got);
-        if (got != 1) session_->rollback();
-        return got == 1;
+        *session_ << "SELECT CAST(pg_try_advisory_xact_lock(" + std::to_string(migration_lock_key) + ") AS integer)", soci::into(got);
+        if (got != 1) {
+            session_->rollback();
+            return false;
+        }
+        *session_ << "SET LOCAL idle_in_transaction_session_timeout = 0";
+        return true;
     }
 
     std::unique_ptr<soci::session> session_;
