@@ -684,8 +684,12 @@ void compare_through_pgbouncer(const seqinbox::test::pg_server& server, const sc
         std::vector<double> direct_rates, pooled_rates, ratios;
         for (std::size_t round = 0; round < o.rounds; ++round) {
             const std::string name = "pgbouncer" + suffix + "r" + std::to_string(round);
-            const run_result without = measure_inbox(direct, threads, name + "_direct", o, total, unit::batch);
-            const run_result with = measure_inbox(pooled, threads, name, o, total, unit::batch);
+            // Which side goes first alternates: neither gains from what the other left behind.
+            const bool direct_first = round % 2 == 0;
+            const run_result first = measure_inbox(direct_first ? direct : pooled, threads, name + (direct_first ? "_direct" : ""), o, total, unit::batch);
+            const run_result second = measure_inbox(direct_first ? pooled : direct, threads, name + (direct_first ? "" : "_direct"), o, total, unit::batch);
+            const run_result& without = direct_first ? first : second;
+            const run_result& with = direct_first ? second : first;
             require_all_processed(without, name + "_direct");
             require_all_processed(with, name);
             direct_rates.push_back(without.deliveries_per_s());
