@@ -5,7 +5,8 @@
 // Connections come from a pool of `pool_size` SOCI sessions. A claim transaction holds one
 // connection for its whole life; a `requires_new` step takes a second one while T1 waits, so give
 // the pool at least two connections per consumer thread. Statements are prepared once per
-// connection and reused; every value travels as a parameter. A connection that fails with SQLSTATE
+// connection and reused (sent unnamed instead through a transaction pooler: store_options::
+// through); every value travels as a parameter. A connection that fails with SQLSTATE
 // class 08 or 57P01..57P03 is reported as seqinbox::error(connection) and replaced by a new one on
 // its next lease.
 //
