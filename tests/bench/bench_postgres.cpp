@@ -22,6 +22,11 @@
 // server holding N claims and N PROCESSED messages of another sequence, in rounds alternating
 // with the empty database: deliveries_per_s_batch_1_preloaded, and preloaded_vs_empty_batch_1
 // (median of the per-round ratios).
+// --through-pgbouncer (with --throwaway-server) measures instead the batch figures at 1 and 4
+// threads through a throwaway PgBouncer in transaction mode (store pooler::transaction, 6 server
+// connections for the store's 8 clients) against direct connections, round by round on the same
+// database: batch_deliveries_per_s_direct_N, batch_deliveries_per_s_pgbouncer_N and
+// pgbouncer_vs_direct_N (median of the per-round ratios).
 // Besides the figures it prints, per delivery and per store call, the round trips (rt_<call>)
 // and microseconds (us_<call>) of a one-thread run: t1_ is the claim transaction, t2_ the
 // requires_new transaction that stores the PROCESSED row.
@@ -65,12 +70,14 @@
 #include <soci/soci.h>
 
 #include "bench/inbox_workers.hpp"
+#include "pgbouncer/pgbouncer_server.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
 #include "seqinbox/postgresql/migrate.hpp"
+#include "seqinbox/postgresql/pooler.hpp"
 #include "seqinbox/postgresql/store.hpp"
 #include "support/world.hpp"
 
@@ -115,11 +122,12 @@ struct options : seqinbox::bench::run_length {
     bool quick = false;
     std::size_t rounds = 5;      ///< measured runs per figure; figures are medians
     std::size_t preload = 0;     ///< claims and messages stored before the runs
+    bool through_pgbouncer = false;  ///< only the batch figures, direct against through PgBouncer
 };
 
 constexpr const char* usage =
     "usage: bench_postgres (--conninfo CONNINFO | --throwaway-server [--fast-commits]) [--seconds N | --deliveries N]"
-    " [--rounds N] [--preload N] [--quick]\n";
+    " [--rounds N] [--preload N] [--through-pgbouncer] [--quick]\n";
 
 options parse_options(int argc, char** argv) {
     options o;
@@ -142,12 +150,15 @@ options parse_options(int argc, char** argv) {
             o.throwaway_server = true;
         else if (arg == "--fast-commits")
             o.fast_commits = true;
+        else if (arg == "--through-pgbouncer")
+            o.through_pgbouncer = true;
         else
             throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
     }
     if (o.conninfo.empty() == !o.throwaway_server)
         throw std::invalid_argument("give exactly one of --conninfo and --throwaway-server");
     if (o.fast_commits && !o.throwaway_server) throw std::invalid_argument("--fast-commits goes with --throwaway-server");
+    if (o.through_pgbouncer && !o.throwaway_server) throw std::invalid_argument("--through-pgbouncer goes with --throwaway-server");
     if (o.quick) {
         o.rounds = 1;
         if (o.deliveries == 0) o.deliveries = 60;
@@ -655,6 +666,44 @@ void compare_preloaded(pg::store& empty, const std::string& admin_conninfo, cons
     print("preloaded_vs_empty_batch_max_1", std::ranges::max(ratios));
 }
 
+/// The batch figures through a throwaway PgBouncer in front of `server` against `direct`, both
+/// stores on database `db`, alternating round by round so that both sides of a ratio ran under
+/// the same load.
+void compare_through_pgbouncer(const seqinbox::test::pg_server& server, const scratch_database& db, pg::store& direct,
+                               const options& o, tally& total) {
+    constexpr int server_connections = 6;  // fewer than the store's 8, more than 4 claim transactions
+    const seqinbox::test::pgbouncer_server bouncer(server, {.pool_size = server_connections});
+    pg::store_options pooled_options = store_options_for(db);
+    pooled_options.conninfo = bouncer.through(db.conninfo());
+    pooled_options.through = pg::pooler::transaction;
+    pg::store pooled(pooled_options);
+    print("pgbouncer_server_connections", server_connections);
+    print("pgbouncer_clients", static_cast<double>(pooled_options.pool_size));
+    for (const std::size_t threads : {std::size_t{1}, std::size_t{4}}) {
+        const std::string suffix = "_" + std::to_string(threads);
+        std::vector<double> direct_rates, pooled_rates, ratios;
+        for (std::size_t round = 0; round < o.rounds; ++round) {
+            const std::string name = "pgbouncer" + suffix + "r" + std::to_string(round);
+            // Which side goes first alternates: neither gains from what the other left behind.
+            const bool direct_first = round % 2 == 0;
+            const run_result first = measure_inbox(direct_first ? direct : pooled, threads, name + (direct_first ? "_direct" : ""), o, total, unit::batch);
+            const run_result second = measure_inbox(direct_first ? pooled : direct, threads, name + (direct_first ? "" : "_direct"), o, total, unit::batch);
+            const run_result& without = direct_first ? first : second;
+            const run_result& with = direct_first ? second : first;
+            require_all_processed(without, name + "_direct");
+            require_all_processed(with, name);
+            direct_rates.push_back(without.deliveries_per_s());
+            pooled_rates.push_back(with.deliveries_per_s());
+            ratios.push_back(pooled_rates.back() / direct_rates.back());
+        }
+        print("batch_deliveries_per_s_direct" + suffix, median(direct_rates));
+        print("batch_deliveries_per_s_pgbouncer" + suffix, median(pooled_rates));
+        print("pgbouncer_vs_direct" + suffix, median(ratios));
+        print("pgbouncer_vs_direct_min" + suffix, std::ranges::min(ratios));
+        print("pgbouncer_vs_direct_max" + suffix, std::ranges::max(ratios));
+    }
+}
+
 void run(const options& o) {
     std::optional<seqinbox::test::pg_server> server;
     using seqinbox::test::pg_server;
@@ -672,6 +721,12 @@ void run(const options& o) {
     {
         pg::store store(store_options_for(db));
         print("rounds", static_cast<double>(o.rounds));
+        if (o.through_pgbouncer) {
+            compare_through_pgbouncer(*server, db, store, o, total);
+            verify_committed_state(session, total);
+            print("verified_deliveries", static_cast<double>(total.deliveries));
+            return;
+        }
         const compared single_1 = compare(store, db, one_by_one, 1, o, total);
         print("round_trips_per_delivery", single_1.round_trips_per_delivery);
         print_breakdown(store, o.quick ? 5 : 300, total);

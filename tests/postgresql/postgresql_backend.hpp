@@ -1,7 +1,8 @@
 #pragma once
 // The conformance fixture (tests/conformance/backend.hpp) for the PostgreSQL backend: every
 // fixture object gets a fresh database, copied from a template that is migrated once per program
-// and holds the business table.
+// and holds the business table. The store reaches it by a Route (store_route.hpp): directly, or
+// through PgBouncer for the topology tests; inspection always connects directly.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "conformance/backend.hpp"
 #include "pg_test_support.hpp"
+#include "store_route.hpp"
 #include "seqinbox/postgresql/store.hpp"
 
 namespace seqinbox::conformance {
@@ -41,11 +43,9 @@ inline std::string fresh_database() {
     return test::pg_server::shared().conninfo(name);
 }
 
-inline postgresql::store_options fixture_options(const std::string& conninfo) {
-    postgresql::store_options options;
-    options.conninfo = conninfo;
-    options.pool_size = 24;  // the concurrency case runs 8 threads, each may need two connections
-    return options;
+template <class Route>
+postgresql::store_options fixture_options(const std::string& conninfo) {
+    return Route::store_options(conninfo, 24);  // the concurrency case runs 8 threads, each may need two connections
 }
 
 inline message_state parse_state(const std::string& s) {
@@ -58,12 +58,14 @@ inline timestamp from_us(long long us) {
 
 }  // namespace detail
 
-struct postgresql_backend : fixture_parts<postgresql::store> {
+template <class Route>
+struct basic_postgresql_backend : fixture_parts<postgresql::store> {
     using store_type = postgresql::store;
 
-    postgresql_backend() : conninfo(detail::fresh_database()), store(detail::fixture_options(conninfo)), admin(soci::postgresql, conninfo) {}
+    basic_postgresql_backend()
+        : conninfo(detail::fresh_database()), store(detail::fixture_options<Route>(conninfo)), admin(soci::postgresql, conninfo) {}
 
-    std::string conninfo;
+    std::string conninfo;  // direct
     store_type store;
 
     std::vector<message_record> messages_with_key(const claim_key& key) {
@@ -160,6 +162,8 @@ private:
 
     soci::session admin;  // inspection of committed state, autocommit
 };
+
+using postgresql_backend = basic_postgresql_backend<test::direct_route>;
 
 static_assert(backend<postgresql_backend>, "postgresql_backend must model the conformance fixture contract");
 

@@ -1,0 +1,275 @@
+#pragma once
+// A throwaway PgBouncer 1.18 in transaction pooling mode in front of a throwaway PostgreSQL
+// (tests/postgresql/pg_server.hpp), for the topology tests: an ini file in a fresh directory under
+// the system temp dir, listening on 127.0.0.1 at a free port, every database of the server
+// reachable under its own name (the `*` entry), trust authentication (the user still has to be
+// in the auth_file), and a server pool per database smaller than the clients the tests open, so
+// that clients share server connections transaction by transaction and queue for them.
+//
+// Cleanup follows pg_server: when root, PgBouncer runs as the `postgres` user; a watchdog process
+// on a pipe only this process holds stops PgBouncer and removes the directory when its owner goes
+// away, however it ends; every directory records its owner's pid, and the next pgbouncer_server
+// removes those of owners that no longer exist.
+//
+// Usage: pgbouncer_server bouncer(pg_server::shared(), {.pool_size = 4});
+//        store_options.conninfo = bouncer.conninfo("mydb");
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <libpq-fe.h>
+
+#include "postgresql/pg_server.hpp"
+
+namespace seqinbox::test {
+
+struct pgbouncer_settings {
+    /// default_pool_size: server connections per database (and user).
+    int pool_size = 4;
+    /// max_client_conn: clients PgBouncer accepts at once.
+    int max_clients = 200;
+};
+
+class pgbouncer_server {
+public:
+    using settings = pgbouncer_settings;
+
+    explicit pgbouncer_server(const pg_server& server, settings s = {}) : settings_(s) {
+        remove_stale();
+        dir_ = make_directory();
+        try {
+            write_auth_file();
+            for (int attempt = 1;; ++attempt) {
+                port_ = free_port();
+                write_ini(server.port());
+                if (try_start()) break;
+                if (attempt == 3) throw std::runtime_error("pgbouncer_server: pgbouncer did not start:\n" + read_log());
+            }
+            start_watchdog();
+        } catch (...) {
+            stop_and_remove();
+            throw;
+        }
+    }
+
+    pgbouncer_server(const pgbouncer_server&) = delete;
+    pgbouncer_server& operator=(const pgbouncer_server&) = delete;
+
+    ~pgbouncer_server() {
+        stop_and_remove();
+        end_watchdog();
+    }
+
+    int port() const noexcept { return port_; }
+    int pool_size() const noexcept { return settings_.pool_size; }
+    const std::filesystem::path& directory() const noexcept { return dir_; }
+    pid_t watchdog() const noexcept { return watchdog_; }
+
+    /// Conninfo of database `name` through PgBouncer.
+    std::string conninfo(const std::string& name = "postgres") const {
+        return "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=" + name + " user=postgres";
+    }
+
+    /// The same database through PgBouncer instead of directly: `direct` is a pg_server conninfo.
+    std::string through(const std::string& direct) const {
+        const auto at = direct.find("dbname=");
+        if (at == std::string::npos) throw std::invalid_argument("pgbouncer_server: no dbname in " + direct);
+        const auto end = direct.find(' ', at);
+        return conninfo(direct.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7));
+    }
+
+    /// `SHOW <what>` on the admin console (simple protocol only): a row per line, each as column
+    /// name -> value.
+    std::vector<std::map<std::string, std::string>> show(const std::string& what) const {
+        const std::unique_ptr<PGconn, decltype(&PQfinish)> admin(PQconnectdb(conninfo("pgbouncer").c_str()), &PQfinish);
+        if (PQstatus(admin.get()) != CONNECTION_OK)
+            throw std::runtime_error("pgbouncer_server: admin console: " + std::string(PQerrorMessage(admin.get())));
+        const std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(admin.get(), ("SHOW " + what).c_str()), &PQclear);
+        if (PQresultStatus(r.get()) != PGRES_TUPLES_OK)
+            throw std::runtime_error("pgbouncer_server: SHOW " + what + ": " + PQresultErrorMessage(r.get()));
+        std::vector<std::map<std::string, std::string>> rows(static_cast<std::size_t>(PQntuples(r.get())));
+        for (int i = 0; i < PQntuples(r.get()); ++i)
+            for (int c = 0; c < PQnfields(r.get()); ++c) rows[static_cast<std::size_t>(i)][PQfname(r.get(), c)] = PQgetvalue(r.get(), i, c);
+        return rows;
+    }
+
+    /// Transactions PgBouncer passed to the server so far, over every database (SHOW STATS):
+    /// proof that a test's traffic went through it.
+    long long transactions() const {
+        long long n = 0;
+        for (auto& row : show("STATS"))
+            if (row["database"] != "pgbouncer") n += std::stoll(row["total_xact_count"]);
+        return n;
+    }
+
+private:
+    static std::string quote(const std::string& s) {
+        std::string out = "'";
+        for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    }
+
+    static bool is_root() { return ::geteuid() == 0; }
+
+    static std::string as_owner(const std::string& command) {
+        return is_root() ? "runuser -u postgres -- sh -c " + quote(command) : command;
+    }
+
+    static std::filesystem::path temp_root() { return std::filesystem::temp_directory_path(); }
+
+    std::string path(const char* name) const { return (dir_ / name).string(); }
+
+    std::string read_log() const {
+        std::string text;
+        for (const char* name : {"commands.log", "pgbouncer.log"}) {
+            std::ifstream in(dir_ / name);
+            text += std::string(std::istreambuf_iterator<char>(in), {});
+        }
+        return text;
+    }
+
+    static std::filesystem::path make_directory() {
+        std::string pattern = (temp_root() / "seqinbox-pgbouncer-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("pgbouncer_server: mkdtemp failed");
+        const std::filesystem::path dir = pattern;
+        std::ofstream(dir / "owner.pid") << ::getpid() << '\n';
+        if (is_root()) {
+            const passwd* pw = ::getpwnam("postgres");
+            if (pw == nullptr) throw std::runtime_error("pgbouncer_server: running as root needs a 'postgres' user");
+            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("pgbouncer_server: cannot chown " + dir.string());
+        }
+        ::chmod(dir.c_str(), 0700);
+        return dir;
+    }
+
+    void write_auth_file() const { std::ofstream(dir_ / "userlist.txt") << "\"postgres\" \"\"\n"; }
+
+    void write_ini(int server_port) const {
+        std::ofstream ini(dir_ / "pgbouncer.ini", std::ios::trunc);
+        ini << "[databases]\n"
+            << "* = host=127.0.0.1 port=" << server_port << "\n"
+            << "[pgbouncer]\n"
+            << "listen_addr = 127.0.0.1\nlisten_port = " << port_ << "\n"
+            << "unix_socket_dir = " << dir_.string() << "\n"
+            << "auth_type = trust\nauth_file = " << path("userlist.txt") << "\n"
+            << "admin_users = postgres\n"
+            << "pool_mode = transaction\n"
+            << "default_pool_size = " << settings_.pool_size << "\nmin_pool_size = 0\nreserve_pool_size = 0\n"
+            << "max_client_conn = " << settings_.max_clients << "\n"
+            << "logfile = " << path("pgbouncer.log") << "\npidfile = " << path("pgbouncer.pid") << "\n";
+    }
+
+    /// Starts PgBouncer daemonized and waits until its admin console answers.
+    bool try_start() const {
+        const std::string command = as_owner("pgbouncer -d " + quote(path("pgbouncer.ini")));
+        const int status = std::system((command + " >>" + quote(path("commands.log")) + " 2>&1").c_str());
+        if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (std::chrono::steady_clock::now() < deadline) {
+            const std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo("pgbouncer").c_str()), &PQfinish);
+            if (PQstatus(c.get()) == CONNECTION_OK) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+    }
+
+    static int free_port() {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+        if (fd >= 0) ::close(fd);
+        if (!ok) throw std::runtime_error("pgbouncer_server: no free port on 127.0.0.1");
+        return ntohs(address.sin_port);
+    }
+
+    /// Stops the PgBouncer recorded in `dir` (SIGTERM: immediate shutdown) and removes `dir`.
+    static void kill_and_remove(const std::filesystem::path& dir) {
+        std::ifstream pid_file(dir / "pgbouncer.pid");
+        pid_t pid = 0;
+        if (pid_file >> pid && pid > 0) {
+            ::kill(pid, SIGTERM);
+            for (int i = 0; i < 100 && pg_server::alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (pg_server::alive(pid)) ::kill(pid, SIGKILL);
+        }
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
+
+    static void remove_stale() {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(temp_root(), ec)) {
+            if (!entry.path().filename().string().starts_with("seqinbox-pgbouncer-")) continue;
+            std::ifstream owner_file(entry.path() / "owner.pid");
+            pid_t owner = 0;
+            if (!(owner_file >> owner) || owner <= 0 || pg_server::alive(owner)) continue;
+            kill_and_remove(entry.path());
+        }
+    }
+
+    /// As pg_server's: a shell that reads the pipe until EOF, then stops PgBouncer and removes
+    /// the directory; exec'd at once after fork, out of the terminal's process group.
+    void start_watchdog() {
+        const std::string pid_file = quote(path("pgbouncer.pid"));
+        const std::string cleanup = "trap '' INT TERM HUP; cat >/dev/null; pid=$(cat " + pid_file +
+                                    " 2>/dev/null); if [ -n \"$pid\" ]; then kill -TERM $pid; sleep 1; kill -0 $pid && kill -KILL $pid; fi 2>/dev/null; rm -rf " +
+                                    quote(dir_.string());
+        const char* argv[] = {"/bin/sh", "-c", cleanup.c_str(), nullptr};
+        int channel[2];
+        if (::pipe2(channel, O_CLOEXEC) != 0) throw std::runtime_error("pgbouncer_server: pipe2 failed");
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            ::dup2(channel[0], STDIN_FILENO);
+            ::setpgid(0, 0);
+            ::execv("/bin/sh", const_cast<char* const*>(argv));
+            ::_exit(127);
+        }
+        ::close(channel[0]);
+        if (pid < 0) {
+            ::close(channel[1]);
+            throw std::runtime_error("pgbouncer_server: fork failed");
+        }
+        watchdog_ = pid;
+        watchdog_pipe_ = channel[1];
+    }
+
+    void end_watchdog() {
+        if (watchdog_pipe_ < 0) return;
+        ::close(watchdog_pipe_);
+        watchdog_pipe_ = -1;
+        ::waitpid(watchdog_, nullptr, 0);
+    }
+
+    void stop_and_remove() {
+        if (dir_.empty()) return;
+        kill_and_remove(dir_);
+        dir_.clear();
+    }
+
+    settings settings_;
+    std::filesystem::path dir_;
+    int port_ = 0;
+    pid_t watchdog_ = -1;
+    int watchdog_pipe_ = -1;
+};
+
+}  // namespace seqinbox::test
