@@ -36,7 +36,7 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
-#include "failover/free_port.hpp"
+#include "support/unused_port.hpp"
 
 namespace seqinbox::test {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "failover/free_port.hpp"
+#include "support/unused_port.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/inbox.hpp"

@@ -36,6 +36,7 @@
 #include <libpq-fe.h>
 
 #include "postgresql/pg_server.hpp"
+#include "support/unused_port.hpp"
 
 namespace seqinbox::test {
 
@@ -56,7 +57,7 @@ public:
         try {
             write_auth_file();
             for (int attempt = 1;; ++attempt) {
-                port_ = free_port();
+                port_ = unused_port();
                 write_ini(server.port());
                 if (try_start()) break;
                 if (attempt == 3) throw std::runtime_error("pgbouncer_server: pgbouncer did not start:\n" + read_log());
@@ -189,18 +190,6 @@ private:
         return false;
     }
 
-    static int free_port() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-        if (fd >= 0) ::close(fd);
-        if (!ok) throw std::runtime_error("pgbouncer_server: no free port on 127.0.0.1");
-        return ntohs(address.sin_port);
-    }
 
     /// Stops the PgBouncer recorded in `dir` (SIGTERM: immediate shutdown) and removes `dir`.
     static void kill_and_remove(const std::filesystem::path& dir) {

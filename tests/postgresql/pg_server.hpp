@@ -38,6 +38,7 @@
 
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
+#include "support/unused_port.hpp"
 
 namespace seqinbox::test {
 
@@ -57,7 +58,7 @@ public:
                 "initdb");
             // A free port can be taken between probing and listening: try a few.
             for (int attempt = 1;; ++attempt) {
-                port_ = free_port();
+                port_ = unused_port();
                 if (try_start()) break;
                 if (attempt == 3) throw std::runtime_error("pg_server: pg_ctl start failed:\n" + read_log());
             }
@@ -191,18 +192,6 @@ private:
         return dir;
     }
 
-    static int free_port() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-        if (fd >= 0) ::close(fd);
-        if (!ok) throw std::runtime_error("pg_server: no free port on 127.0.0.1");
-        return ntohs(address.sin_port);
-    }
 
     /// Kills the postmaster recorded in `dir` (if any) and removes the directory.
     static void kill_and_remove(const std::filesystem::path& dir) {
