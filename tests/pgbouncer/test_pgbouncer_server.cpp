@@ -2,7 +2,8 @@
 // connection transaction by transaction (pool smaller than the clients), each client keeps the
 // TimeZone it SET (PgBouncer 1.18 tracks TimeZone and sets it again when it hands the server
 // connection to another client: the store's `SET TIME ZONE 'UTC'` at connect holds), and the
-// PgBouncer and its directory are gone with their fixture.
+// PgBouncer and its directory are gone with their fixture. A store not told of the pooler
+// (direct mode's named prepared statements) is told to set its mode.
 #define BOOST_TEST_MODULE seqinbox pgbouncer test server
 #include <boost/test/unit_test.hpp>
 
@@ -11,6 +12,9 @@
 #include <string>
 
 #include "pgbouncer_server.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/postgresql/migrate.hpp"
+#include "seqinbox/postgresql/store.hpp"
 
 using seqinbox::test::pg_server;
 using seqinbox::test::pgbouncer_server;
@@ -37,7 +41,36 @@ void run(const connection& c, const std::string& sql) {
     BOOST_REQUIRE_MESSAGE(PQresultStatus(r.get()) == PGRES_COMMAND_OK, PQresultErrorMessage(r.get()));
 }
 
+/// Runs `deliver`, which must fail as a lost connection that names the pooler mode to set.
+template <typename Deliver>
+void check_told_to_set_the_pooler_mode(Deliver deliver, const std::string& sqlstate) {
+    try {
+        deliver();
+        BOOST_FAIL("no error, where SQLSTATE " << sqlstate << " was expected");
+    } catch (const seqinbox::error& e) {
+        BOOST_TEST(e.sqlstate() == sqlstate, e.what());
+        BOOST_TEST(to_string(e.category()) == "connection", e.what());
+        BOOST_TEST(std::string(e.what()).find("--pooler transaction") != std::string::npos, e.what());
+    }
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(a_store_in_direct_mode_through_pgbouncer_is_told_to_set_the_pooler_mode) {
+    const pgbouncer_server bouncer(pg_server::shared(), {.pool_size = 1});
+    const auto direct = pg_server::shared().create_database();
+    seqinbox::postgresql::migrate(direct);
+    seqinbox::postgresql::store_options options;
+    options.conninfo = bouncer.through(direct);
+    options.pool_size = 1;
+    seqinbox::postgresql::store first(options), second(options);
+    BOOST_TEST(static_cast<bool>(first.try_lock_job("seqinbox.removal")));  // released at once
+    // The second store prepares a statement of the same name on the one server connection.
+    check_told_to_set_the_pooler_mode([&] { second.try_lock_job("seqinbox.removal"); }, "42P05");
+    // Another client on that server connection drops what the first store prepared.
+    run(connect(bouncer.through(direct)), "DEALLOCATE ALL");
+    check_told_to_set_the_pooler_mode([&] { first.try_lock_job("seqinbox.removal"); }, "26000");
+}
 
 BOOST_AUTO_TEST_CASE(clients_share_one_server_connection_and_each_keeps_its_time_zone) {
     const pgbouncer_server bouncer(pg_server::shared(), {.pool_size = 1});

@@ -142,6 +142,16 @@ void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view
                         "): it is read-only, a standby perhaps; list every server of the cluster in the connection string with "
                         "target_session_attrs=read-write",
                     sqlstate);
+    // The store's own prepared statements, missing or made already on the server connection it
+    // talks to: a pooler lends this client another client's connection. The session is dropped
+    // (its knowledge of what is prepared is wrong) and the delivery not acknowledged.
+    if (sqlstate == "26000" || sqlstate == "42P05")
+        throw error(error_category::connection,
+                    where + ": " + e.get_error_message() + " (SQLSTATE " + sqlstate +
+                        "): the server connection does not hold the statements this client prepared on it; is a pooler "
+                        "in transaction mode (PgBouncer) between the store and PostgreSQL? Then set "
+                        "store_options::through = pooler::transaction (--pooler transaction)",
+                    sqlstate);
     if (lost)
         throw error(error_category::connection,
                     where + ": the connection to PostgreSQL was lost (" + e.get_error_message() + "); " +
