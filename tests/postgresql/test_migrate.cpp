@@ -229,6 +229,23 @@ BOOST_AUTO_TEST_CASE(changed_script_is_refused) {
     BOOST_TEST(!seqinbox::test::table_exists(s, "sequential_inbox_idempotence"));
 }
 
+BOOST_AUTO_TEST_CASE(a_failing_script_is_named_with_the_servers_error) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo, {.target_version = 7});
+    {
+        soci::session s(soci::postgresql, conninfo);
+        s << "CREATE TABLE sequenced_message_waiting (i integer)";  // V8 drops and makes an index of that name
+    }
+    try {
+        pg::migrate(conninfo);
+        BOOST_FAIL("V8 was applied over a table of its index's name");
+    } catch (const error& e) {
+        const std::string text = e.what();
+        BOOST_TEST(text.find("applying schema script V8__") != std::string::npos, text);
+        BOOST_TEST(e.sqlstate() == "42809", text);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(newer_database_is_refused) {
     const auto conninfo = pg_server::shared().create_database();
     pg::migrate(conninfo);

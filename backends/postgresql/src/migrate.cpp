@@ -170,11 +170,11 @@ migrate_report migrate(const std::string& conninfo, const migrate_options& optio
         throw error(error_category::misuse, "migrate: target version " + std::to_string(target) +
                                                 " is outside 0.." + std::to_string(latest_schema_version()) +
                                                 ", the schema versions this library knows");
-    std::string_view doing = "taking the schema migration lock";
+    std::string doing = "taking the schema migration lock";  // owned: the catch below outlives each step's text
     try {
         const migration_lock lock(conninfo, options.lock_wait);
         std::unique_ptr<soci::session> session = detail::connect(conninfo);
-        doing = "reading seqinbox_schema_history";
+        doing = "creating or reading seqinbox_schema_history";
         *session << create_history;
         const auto history = read_history(*session);
         check_history(history, conninfo);
@@ -184,9 +184,7 @@ migrate_report migrate(const std::string& conninfo, const migrate_options& optio
         report.schema_version = history.empty() ? 0 : history.rbegin()->first;
         for (const auto& script : schema_scripts()) {
             if (script.version > target || history.contains(script.version)) continue;
-            const std::string what = "applying schema script V" + std::to_string(script.version) + "__" +
-                                     std::string(script.name) + ".sql";
-            doing = what;
+            doing = "applying schema script V" + std::to_string(script.version) + "__" + std::string(script.name) + ".sql";
             apply(*session, script);
             report.applied.push_back(script.version);
             report.schema_version = std::max(report.schema_version, script.version);
