@@ -163,6 +163,14 @@ private:
         const timestamp deadline = clock_.now() + share;
         scan_position after;
         for (bool more = true; more;) {
+            if (run.batches > 0 && !held.renew()) {
+                run.complete = report.complete = false;
+                log(log_level::warn, [&] {
+                    return std::string("housekeeping job ") + job +
+                           " lost its lock (its lease expired between two batches and another service instance took it): it stops here";
+                });
+                break;
+            }
             const auto batch_started = std::chrono::steady_clock::now();
             const batch_result done = batch(after);
             ++run.batches;

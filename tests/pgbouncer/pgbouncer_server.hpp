@@ -45,6 +45,9 @@ struct pgbouncer_settings {
     int pool_size = 4;
     /// max_client_conn: clients PgBouncer accepts at once.
     int max_clients = 200;
+    /// idle_transaction_timeout in seconds: PgBouncer closes a server connection whose transaction
+    /// idles this long (0: never, PgBouncer's default).
+    int idle_transaction_timeout = 0;
 };
 
 class pgbouncer_server {
@@ -93,6 +96,25 @@ public:
         if (at == std::string::npos) throw std::invalid_argument("pgbouncer_server: no dbname in " + direct);
         const auto end = direct.find(' ', at);
         return conninfo(direct.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7));
+    }
+
+    /// `command` (PAUSE, RESUME, ...) on the admin console; false when it failed or took longer
+    /// than `patience` (the console connection is then dropped; RESUME undoes a PAUSE).
+    bool admin_command(const std::string& command, std::chrono::seconds patience) const {
+        const std::unique_ptr<PGconn, decltype(&PQfinish)> admin(PQconnectdb(conninfo("pgbouncer").c_str()), &PQfinish);
+        if (PQstatus(admin.get()) != CONNECTION_OK || PQsendQuery(admin.get(), command.c_str()) != 1) return false;
+        const auto deadline = std::chrono::steady_clock::now() + patience;
+        while (PQisBusy(admin.get()) == 1) {
+            if (std::chrono::steady_clock::now() > deadline) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            if (PQconsumeInput(admin.get()) != 1) return false;
+        }
+        bool ok = true;
+        while (PGresult* r = PQgetResult(admin.get())) {
+            ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+            PQclear(r);
+        }
+        return ok;
     }
 
     /// `SHOW <what>` on the admin console (simple protocol only): a row per line, each as column
@@ -173,6 +195,7 @@ private:
             << "pool_mode = transaction\n"
             << "default_pool_size = " << settings_.pool_size << "\nmin_pool_size = 0\nreserve_pool_size = 0\n"
             << "max_client_conn = " << settings_.max_clients << "\n"
+            << "idle_transaction_timeout = " << settings_.idle_transaction_timeout << "\n"
             << "logfile = " << path("pgbouncer.log") << "\npidfile = " << path("pgbouncer.pid") << "\n";
     }
 

@@ -7,10 +7,12 @@
 #define BOOST_TEST_MODULE seqinbox pgbouncer locks
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pgbouncer_server.hpp"
@@ -76,6 +78,34 @@ BOOST_AUTO_TEST_CASE(a_job_lock_held_by_one_service_instance_excludes_the_other_
     for (const auto& job : jobs) BOOST_TEST(static_cast<bool>(second.try_lock_job(job)), job);
     BOOST_TEST(housekeeper.run_once().skipped.empty());
     BOOST_TEST(bouncer().transactions() > 0);
+}
+
+// A job lock holds nothing between statements (a lease row): PgBouncer's idle_transaction_timeout
+// cannot take it away from its holder, and PAUSE (before a server restart) does not wait for the
+// job. Held by a transaction left open, the lock was lost after the timeout (and another service
+// instance ran the job beside its holder), and PAUSE waited for the whole run.
+BOOST_AUTO_TEST_CASE(a_job_lock_outlives_pgbouncers_idle_transaction_timeout) {
+    const pgbouncer_server strict(pg_server::shared(), {.pool_size = 2, .idle_transaction_timeout = 1});
+    const auto direct = migrated_database();
+    auto options = through_bouncer(direct);
+    options.conninfo = strict.through(direct);
+    pg::store first(options), second(options);
+    auto held = first.try_lock_job("seqinbox.removal");
+    BOOST_REQUIRE(static_cast<bool>(held));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    BOOST_TEST(!static_cast<bool>(second.try_lock_job("seqinbox.removal")), "the lock was lost to the idle transaction timeout");
+    BOOST_TEST(held.renew());
+}
+
+BOOST_AUTO_TEST_CASE(pgbouncer_pauses_while_a_job_lock_is_held) {
+    const auto direct = migrated_database();
+    pg::store first(through_bouncer(direct)), second(through_bouncer(direct));
+    auto held = first.try_lock_job("seqinbox.removal");
+    BOOST_REQUIRE(static_cast<bool>(held));
+    BOOST_TEST(bouncer().admin_command("PAUSE", std::chrono::seconds(5)), "PAUSE completed while a job lock is held");
+    BOOST_TEST(bouncer().admin_command("RESUME", std::chrono::seconds(5)));
+    BOOST_TEST(held.renew());
+    BOOST_TEST(!static_cast<bool>(second.try_lock_job("seqinbox.removal")));
 }
 
 namespace {

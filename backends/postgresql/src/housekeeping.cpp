@@ -1,5 +1,5 @@
-// Housekeeping (seqinbox::housekeeping_store): job locks, finding closed, expired and removable
-// instances, and removing an instance with its rows.
+// Housekeeping (seqinbox::housekeeping_store): finding closed, expired and removable instances,
+// and removing an instance with its rows (job leases: job_lease.cpp).
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -21,73 +21,6 @@ namespace seqinbox::postgresql {
 
 using detail::sql_timestamp;
 using detail::to_microseconds;
-
-namespace {
-
-/// In a transaction: takes the job's advisory lock, held until the transaction ends. 1 when taken.
-const detail::named_sql& job_lock_sql() {
-    static const detail::named_sql s =
-        detail::named("job_lock", "SELECT CAST(pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS integer)");
-    return s;
-}
-
-/// Sent after job_lock_sql, a statement that needs no snapshot: the SELECT's portal, which keeps
-/// its snapshot (and so the server's xmin horizon for vacuum and CREATE INDEX CONCURRENTLY) while
-/// it is open, closes when the next statement starts. It lifts the idle-in-transaction timeout
-/// for the lock's transaction, which idles while the job runs.
-const detail::named_sql& job_lock_idle_sql() {
-    static const detail::named_sql s = detail::named("job_lock_idle", "SET LOCAL idle_in_transaction_session_timeout = 0");
-    return s;
-}
-
-}  // namespace
-
-// The lock belongs to a transaction left open while the job runs, not to the session: through a
-// transaction pooler the session's server connection changes between transactions, while an
-// open transaction keeps its own. A lost connection or a crashed holder ends the transaction and
-// the lock with it.
-struct store::job_lock::impl {
-    explicit impl(detail::lease leased) : conn(std::move(leased)) {}
-    impl(const impl&) = delete;
-    impl& operator=(const impl&) = delete;
-
-    detail::lease conn;
-    ~impl() {
-        if (!conn) return;
-        try {
-            conn->count_round_trip();
-            conn->session().commit();
-        } catch (...) {
-            conn->mark_broken();  // closing the session ends the transaction and releases the lock
-        }
-    }
-};
-
-store::job_lock::job_lock() noexcept = default;
-store::job_lock::job_lock(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
-store::job_lock::job_lock(job_lock&&) noexcept = default;
-store::job_lock& store::job_lock::operator=(job_lock&&) noexcept = default;
-store::job_lock::~job_lock() = default;
-
-store::job_lock store::try_lock_job(const std::string& job) {
-    auto state = std::make_unique<job_lock::impl>(pool_->acquire());
-    detail::connection& c = *state->conn.operator->();
-    try {
-        c.count_round_trip();
-        auto statements = c.batch();
-        statements.statement(detail::begin_sql(), {});
-        const auto taken = statements.statement(job_lock_sql(), {"seqinbox.job:" + job});
-        statements.statement(job_lock_idle_sql(), {});
-        if (statements.run().at(taken).number(0, 0) == 1) return job_lock(std::move(state));
-        c.count_round_trip();
-        c.session().rollback();  // held by another
-    } catch (const soci::soci_error& e) {
-        c.mark_broken();
-        detail::fail(c, e, "taking the lock of housekeeping job " + job, pool_->options().conninfo);
-    }
-    state->conn.release();
-    return {};
-}
 
 namespace {
 

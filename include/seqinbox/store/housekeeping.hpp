@@ -88,12 +88,14 @@ concept housekeeping_store =
                          scan_position& after, std::span<const instance_id> ids, const forward_waiting& forward,
                          const removal_condition& condition,
                          std::span<const deduplication_window> windows) {
-        /// Exclusive across every user of the database (PostgreSQL: an advisory lock held by an open transaction),
-        /// held while the returned object lives; it converts to false when another holds it.
+        /// Exclusive across every user of the database (PostgreSQL: a lease row that expires unless
+        /// renewed), held while the returned object lives; it converts to false when another holds
+        /// it. renew() extends it, false when it was lost meanwhile (the job must stop).
         typename S::job_lock;
         requires std::movable<typename S::job_lock>;
         { s.try_lock_job(job) } -> std::same_as<typename S::job_lock>;
         { static_cast<bool>(s.try_lock_job(job)) };
+        { s.try_lock_job(job).renew() } -> std::convertible_to<bool>;
         /// Up to `limit` CLOSED instances whose deduplication window has passed at `now`, by the
         /// end of their window (closed_window_end given `windows`) then id, sorting after `after`;
         /// sets `after` to the last returned. The cost of a batch does not grow with the instances

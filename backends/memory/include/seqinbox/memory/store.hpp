@@ -369,6 +369,8 @@ public:
     job_lock& operator=(job_lock&& other) noexcept;
     ~job_lock();
     explicit operator bool() const noexcept { return store_ != nullptr; }
+    /// Held until released: a lock of this process does not expire.
+    bool renew() const noexcept { return store_ != nullptr; }
 
 private:
     friend class store;

@@ -80,6 +80,9 @@ struct store_options {
     /// none: direct connections (or a session-mode pooler); transaction: see pooler. Last, so
     /// that options written positionally before it came still mean the same.
     pooler through = pooler::none;
+    /// How long a housekeeping job lock lasts unless renewed (the housekeeper renews it before each
+    /// batch, so a batch must take less): how long a job stays with a holder that died.
+    std::chrono::milliseconds job_lease{std::chrono::seconds(60)};
 };
 
 /// Counters of one store, for benchmarks and operators.
@@ -138,9 +141,10 @@ public:
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
-    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is an advisory
-    /// lock of a transaction left open while it lives, on one pooled connection (through PgBouncer,
-    /// one server connection too); it ends with its holder's connection.
+    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is a lease, a
+    /// row of seqinbox_job_lease taken by one statement (src/job_lease.cpp): it holds no connection
+    /// while it lives, lasts store_options::job_lease unless renewed, and is given back when
+    /// destroyed; a holder that dies keeps the job for what is left of its lease.
     class job_lock;
     job_lock try_lock_job(const std::string& job);
     std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
@@ -312,6 +316,9 @@ public:
     job_lock& operator=(const job_lock&) = delete;
     ~job_lock();
     explicit operator bool() const noexcept { return impl_ != nullptr; }
+    /// Extends the lease by store_options::job_lease from now; false (and the lock empty) when it
+    /// had expired and another holder took it. One round trip.
+    bool renew();
 
 private:
     friend class store;
