@@ -1,5 +1,6 @@
 // The conformance suite (tests/conformance/) instantiated for the MariaDB store: single deliveries
-// and batches. (Operator actions, housekeeping and read views follow when the store has them.)
+// and batches, read views and operator actions. (Housekeeping and the concurrency cases, which need
+// the housekeeping jobs, follow when the store has them.)
 #define BOOST_TEST_MODULE conformance_mariadb
 #include <boost/test/unit_test.hpp>
 
@@ -11,3 +12,6 @@ using backends = boost::mpl::list<seqinbox::conformance::mariadb_backend>;
 
 #include "conformance/behaviour.hpp"
 #include "conformance/batch_behaviour.hpp"
+#include "conformance/view_behaviour.hpp"
+#include "conformance/action_behaviour.hpp"
+#include "conformance/action_requests.hpp"

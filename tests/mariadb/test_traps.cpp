@@ -23,6 +23,7 @@ namespace seqinbox {
 // So that BOOST_TEST prints what it compares.
 inline std::ostream& operator<<(std::ostream& out, error_category c) { return out << to_string(c); }
 inline std::ostream& operator<<(std::ostream& out, stored_as s) { return out << static_cast<int>(s); }
+inline std::ostream& operator<<(std::ostream& out, instance_state s) { return out << to_string(s); }
 
 }  // namespace seqinbox
 
@@ -239,6 +240,22 @@ BOOST_AUTO_TEST_CASE(a_state_step_beside_the_claim_transaction_does_not_wait_for
     }
     holder << "ROLLBACK";
     BOOST_TEST(error_number == 1205u);
+}
+
+BOOST_AUTO_TEST_CASE(closing_the_instance_in_the_claim_transaction_does_not_hold_a_later_state_step) {
+    fixture f;
+    const auto instance = instance_of(f);
+    auto claim = f.store.begin();
+    BOOST_TEST_REQUIRE(claim.claim(request(instance, "s1", "A")).won);
+    claim.close_instance(instance, now());  // an UPDATE of the instance row, were it sent now
+    auto step = std::async(std::launch::async, [&] {
+        return f.store.store_message_beside(claim, row_of(instance, "A", "s2", si::message_state::processed));
+    });
+    const bool ready = step.wait_for(5s) == std::future_status::ready;
+    BOOST_TEST_REQUIRE(ready, "the state step waited for the claim transaction's update of the instance row");
+    BOOST_TEST(step.get() == si::stored_as::inserted);
+    claim.commit();
+    BOOST_TEST(f.find_instance("S", "c1")->state == si::instance_state::closed);
 }
 
 BOOST_AUTO_TEST_CASE(a_deadlock_is_retryable_and_ends_the_transaction) {

@@ -89,11 +89,8 @@ void store::transaction::impl::commit() {
         active_ = false;
         return;
     }
-    for (const auto& [instance, at] : closing)
-        run("closing sequence instance " + std::to_string(instance),
-            "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + time_literal(at) + " WHERE id = " + std::to_string(instance) +
-                " AND state = 'OPEN'");
-    closing.clear();
+    for (const auto& [doing, sql] : at_commit) run(doing, sql);
+    at_commit.clear();
     check_still_open("committing");
     try {
         conn_->run("COMMIT");
@@ -108,7 +105,7 @@ void store::transaction::impl::commit() {
 void store::transaction::impl::rollback() noexcept {
     if (!active_) return;
     active_ = false;
-    closing.clear();
+    at_commit.clear();
     if (!begun_) return;
     try {
         conn_->run("ROLLBACK");
@@ -164,7 +161,9 @@ void store::transaction::update_message_state(message_id id, message_state state
 
 void store::transaction::close_instance(instance_id instance, timestamp now) {
     if (!impl_->active()) throw error(error_category::misuse, "close_instance: the transaction has ended");
-    impl_->closing.emplace_back(instance, now);
+    impl_->at_commit.emplace_back("closing sequence instance " + std::to_string(instance),
+                                  "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + time_literal(now) +
+                                      " WHERE id = " + std::to_string(instance) + " AND state = 'OPEN'");
 }
 
 }  // namespace seqinbox::mariadb

@@ -46,8 +46,8 @@ public:
     std::uint64_t id() const noexcept { return (conn_->server_id() << 32) | number_; }
     std::uint32_t next_savepoint() noexcept { return ++savepoints_; }
 
-    /// close_instance waits for the commit (see store.hpp): (instance, time).
-    std::vector<std::pair<instance_id, timestamp>> closing;
+    /// Writes of the sequence_instance row wait for the commit (see store.hpp): (doing, sql).
+    std::vector<std::pair<std::string, std::string>> at_commit;
 
 private:
     /// Throws when the server rolled the transaction back behind the store's back.

@@ -51,12 +51,16 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
 #include "seqinbox/store/model.hpp"
+#include "seqinbox/store/views.hpp"
 
 namespace soci {
 class session;
@@ -75,6 +79,11 @@ struct store_options {
     /// innodb_lock_wait_timeout of every connection (claim, instance and key lock waits), whole
     /// seconds, at least 1 (InnoDB has no unlimited wait): past it, seqinbox::error(retryable).
     std::chrono::seconds lock_wait_timeout{50};
+    /// How long an operator action request waits for its row's lock (whole seconds, rounded up:
+    /// SET STATEMENT innodb_lock_wait_timeout): a delivery in progress holds it while its
+    /// listeners run, so the request gives up with request_locked (seqinbox/store/actions.hpp)
+    /// instead of holding its caller.
+    std::chrono::milliseconds request_lock_timeout{2'000};
     /// Sequence instances whose rows create_or_get_instance remembers, so that a delivery to a
     /// context seen before skips a round trip; 0 remembers none.
     std::size_t instance_cache_size = 10'000;
@@ -124,6 +133,24 @@ public:
     /// The same (a transaction of its own, durable at its commit, see the top of this header).
     stored_as store_message_beside(transaction& claim, message_record row);
 
+    /// Operator actions (seqinbox::action_store; src/actions.cpp): a request is a transaction of its
+    /// own (BEGIN, the row locked, the UPDATE, COMMIT); request_locked after request_lock_timeout.
+    request_outcome request_message_action(message_id id, message_action action, timestamp now);
+    request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
+    std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
+
+    /// Read views (seqinbox::view_store; src/views.cpp), plain reads of committed state.
+    std::vector<instance_count> instance_counts();
+    std::vector<message_count> message_counts();
+    std::vector<sequence_instance> expired_instances(timestamp now, std::size_t limit, const scan_position& after = {});
+    std::vector<sequence_instance> expiring_instances(timestamp now, double share, std::size_t limit, const scan_position& after = {});
+    std::vector<waiting_instance> waiting_longest(std::size_t limit);
+    std::vector<retention_count> retention_counts(timestamp now, double share);
+    std::optional<instance_view> view_instance(const std::string& sequence, const std::string& context_id, const message_page& page = {});
+    std::optional<instance_view> view_instance(instance_id id, const message_page& page = {});
+    std::optional<message_view> find_message(message_id id);
+    std::optional<message_view> find_message(const claim_key& key);
+
     /// innodb_flush_log_at_trx_commit was 1 when the store started: every commit waits for the
     /// redo log's flush.
     bool durable_commits() const noexcept;
@@ -132,6 +159,18 @@ public:
     const store_options& options() const noexcept;
 
 private:
+    /// A request (actions.cpp) on row `id` of `table`, which `target` names ("message 7"): written
+    /// when its state is `allowed` (or a message FAILED with its record); else `refused` names the
+    /// reason from the state found and whether the row holds a record.
+    request_outcome requested(std::string_view target, std::string_view table, std::string_view allowed, std::string_view action,
+                              timestamp now, std::int64_t id, request_outcome (*refused)(std::string_view state, bool has_record));
+    /// Up to `limit` instance rows (`i`) matching `where_and_order` (views.cpp).
+    std::vector<sequence_instance> instances_where(std::string_view doing, const std::string& where_and_order, std::size_t limit);
+    /// The view of the instance (`i`) matching `where`, with `page` of its messages (views.cpp).
+    std::optional<instance_view> view_where(const std::string& where, const message_page& page);
+    /// The message (`m`) matching `where` (an ORDER BY and LIMIT may follow), with its instance.
+    std::optional<message_view> message_where(const std::string& where);
+
     std::shared_ptr<detail::pool> pool_;
 };
 
@@ -165,6 +204,10 @@ public:
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
     /// Test support, not the store contract: inserts `row` as it is.
     void insert_message(message_record row);
+    /// Operator actions (src/actions.cpp): read under the instance lock; cleared with the commit.
+    seqinbox::pending_actions pending_actions(instance_id instance);
+    std::vector<message_record> action_targets(instance_id instance, std::span<const message_id> ids);
+    void clear_actions(instance_id instance, const seqinbox::pending_actions& read);
     /// Under the key's lock (sequenced_message_key_lock), held until this transaction ends.
     stored_as store_message(message_record row);
     void update_message_state(message_id id, message_state state, timestamp now);
@@ -206,5 +249,7 @@ static_assert(seqinbox::batch_claim_transaction<store::transaction>,
               "seqinbox::mariadb::store::transaction must model seqinbox::batch_claim_transaction");
 static_assert(seqinbox::savepoint_transaction<store::transaction>,
               "seqinbox::mariadb::store::transaction must model seqinbox::savepoint_transaction");
+static_assert(seqinbox::view_store<store>, "seqinbox::mariadb::store must model seqinbox::view_store");
+static_assert(seqinbox::action_store<store>, "seqinbox::mariadb::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::mariadb
