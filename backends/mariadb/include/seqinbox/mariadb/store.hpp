@@ -59,6 +59,7 @@
 
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/model.hpp"
 #include "seqinbox/store/views.hpp"
 
@@ -139,6 +140,23 @@ public:
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now);
     std::vector<instance_id> instances_with_pending_actions(std::size_t limit);
 
+    /// Housekeeping (seqinbox::housekeeping_store; src/housekeeping.cpp). A job lock is a named lock
+    /// (GET_LOCK) of one pooled connection's session, named after the database and the job; it
+    /// ends with its holder's connection.
+    class job_lock;
+    job_lock try_lock_job(const std::string& job);
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
+                                              scan_position& after);
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after);
+    /// One transaction: the instance rows and their lock rows locked SKIP LOCKED in id order, two
+    /// reads per page of WAITING messages, one DELETE (claims, messages, lock rows cascade).
+    std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward);
+    /// remove_instances of one: whether it was deleted.
+    bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
+        return remove_instances({&id, 1}, condition, forward) == 1;
+    }
+
     /// Read views (seqinbox::view_store; src/views.cpp), plain reads of committed state.
     std::vector<instance_count> instance_counts();
     std::vector<message_count> message_counts();
@@ -170,6 +188,8 @@ private:
     std::optional<instance_view> view_where(const std::string& where, const message_page& page);
     /// The message (`m`) matching `where` (an ORDER BY and LIMIT may follow), with its instance.
     std::optional<message_view> message_where(const std::string& where);
+    /// Calls `forward` with the WAITING messages of `instance`, read in `tx` page by page.
+    static void forward_waiting_pages(transaction& tx, const sequence_instance& instance, const forward_waiting& forward);
 
     std::shared_ptr<detail::pool> pool_;
 };
@@ -244,12 +264,30 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
+class store::job_lock {
+public:
+    job_lock() noexcept;
+    job_lock(job_lock&&) noexcept;
+    job_lock& operator=(job_lock&&) noexcept;
+    job_lock(const job_lock&) = delete;
+    job_lock& operator=(const job_lock&) = delete;
+    ~job_lock();
+    explicit operator bool() const noexcept { return impl_ != nullptr; }
+
+private:
+    friend class store;
+    struct impl;
+    explicit job_lock(std::unique_ptr<impl> state) noexcept;
+    std::unique_ptr<impl> impl_;
+};
+
 static_assert(seqinbox::store_policy<store>, "seqinbox::mariadb::store must model seqinbox::store_policy");
 static_assert(seqinbox::batch_claim_transaction<store::transaction>,
               "seqinbox::mariadb::store::transaction must model seqinbox::batch_claim_transaction");
 static_assert(seqinbox::savepoint_transaction<store::transaction>,
               "seqinbox::mariadb::store::transaction must model seqinbox::savepoint_transaction");
 static_assert(seqinbox::view_store<store>, "seqinbox::mariadb::store must model seqinbox::view_store");
+static_assert(seqinbox::housekeeping_store<store>, "seqinbox::mariadb::store must model seqinbox::housekeeping_store");
 static_assert(seqinbox::action_store<store>, "seqinbox::mariadb::store must model seqinbox::action_store");
 
 }  // namespace seqinbox::mariadb
