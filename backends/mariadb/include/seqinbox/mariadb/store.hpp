@@ -1,7 +1,7 @@
 #pragma once
 // The MariaDB store: the seqinbox::store_policy on the schema of schema/mariadb/ (InnoDB; see
-// seqinbox/store/concept.hpp for the semantics every store has). MariaDB 10.5 or later: the claim
-// needs INSERT ... RETURNING.
+// seqinbox/store/concept.hpp for the semantics every store has). MariaDB 10.6 or later: the claim
+// needs INSERT ... RETURNING, housekeeping SKIP LOCKED.
 //
 // Connections come from a pool of `pool_size` SOCI sessions (SOCI's MySQL backend). A claim
 // transaction holds one connection for its whole life; a `requires_new` step takes a second one
