@@ -28,9 +28,9 @@
 //    For the same reason close_instance (an UPDATE of the parent row) is sent with the commit.
 //  - store_message's per-key lock is the key's row of sequenced_message_key_lock, taken the same
 //    way and held until the transaction ends.
-//  - ROLLBACK TO SAVEPOINT undoes the writes after the savepoint; InnoDB keeps the row locks
-//    taken after it until the transaction ends (claims included: a delivery waiting for such a
-//    claim's key goes on when the transaction ends, then wins).
+//  - ROLLBACK TO SAVEPOINT undoes the writes after the savepoint and releases the row locks
+//    taken after it (MariaDB 10.11, checked for an insert and a FOR UPDATE; MySQL's InnoDB keeps
+//    the locks of existing rows until the transaction ends).
 //
 // Durability: MariaDB has no per-transaction asynchronous commit. Every commit of this store,
 // store_message_beside included, is as durable as the server makes commits:
