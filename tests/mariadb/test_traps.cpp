@@ -181,6 +181,21 @@ BOOST_AUTO_TEST_CASE(deleting_a_claim_waits_neither_for_another_keys_nor_for_its
     BOOST_TEST(f.has_claim({"C", "n1"}));
 }
 
+BOOST_AUTO_TEST_CASE(rolling_back_to_a_savepoint_releases_the_claims_and_locks_taken_after_it) {
+    fixture f;
+    const auto instance = instance_of(f);
+    auto holder = f.store.begin();
+    const auto point = holder.savepoint();
+    BOOST_TEST_REQUIRE(holder.claim(request(instance)).won);  // the claim and the instance lock
+    auto other = claim_elsewhere(f.store, request(instance));
+    BOOST_TEST(still_waiting(other));
+    holder.rollback_to(point);
+    const bool went_on = other.wait_for(5s) == std::future_status::ready;
+    BOOST_TEST_REQUIRE(went_on, "the waiting claim went on only when the holder's transaction ended");
+    BOOST_TEST(other.get() == true);
+    BOOST_TEST(holder.active());
+}
+
 BOOST_AUTO_TEST_CASE(a_lock_waiter_reads_what_the_holder_committed_meanwhile) {
     fixture f;
     const auto instance = instance_of(f);
