@@ -1,5 +1,5 @@
 # Install rules for every component registered by seqinbox_add_component() (global property
-# SEQINBOX_COMPONENTS), their headers, schema/*.sql, the package config files and the seqinbox
+# SEQINBOX_COMPONENTS), their headers, schema/<store>/*.sql, the package config files and the seqinbox
 # program. Two install components, one Debian package each (cmake/SeqinboxPackage.cmake):
 # `program` (bin/seqinbox and the schema) and `development` (everything a C++ consumer needs).
 #
@@ -14,7 +14,7 @@ include(CMakePackageConfigHelpers)
 set(SEQINBOX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/seqinbox"
   CACHE STRING "Where the seqinbox package config files are installed (relative to the prefix)")
 set(SEQINBOX_INSTALL_SCHEMADIR "${CMAKE_INSTALL_DATADIR}/seqinbox/schema"
-  CACHE STRING "Where schema/*.sql is installed (relative to the prefix)")
+  CACHE STRING "Where schema/<store>/*.sql is installed (relative to the prefix)")
 
 # Imported target a component links to -> arguments of find_package() in seqinboxConfig.cmake.
 # One line per external package; e.g. for the compiled components to come:
@@ -24,6 +24,7 @@ set(_seqinbox_package_of_range-v3::range-v3 "range-v3 CONFIG")
 set(_seqinbox_package_of_Threads::Threads "Threads")
 set(_seqinbox_package_of_yaml-cpp "yaml-cpp CONFIG")  # Debian's yaml-cpp 0.7 names its target yaml-cpp
 set(_seqinbox_package_of_SOCI::soci_postgresql "SOCI")  # cmake/FindSOCI.cmake; links SOCI::soci_core
+set(_seqinbox_package_of_SOCI::soci_mysql "SOCI")       # the same module, when it found the MySQL backend
 set(_seqinbox_package_of_RdKafka::rdkafka "RdKafka")  # cmake/FindRdKafka.cmake
 set(_seqinbox_package_of_nlohmann_json::nlohmann_json "nlohmann_json CONFIG")
 
@@ -150,13 +151,12 @@ foreach(_seqinbox_c IN LISTS _seqinbox_components)
     COMPONENT development)
 endforeach()
 
-# Schema scripts; the directory is created even when there are none yet, so that
-# seqinbox_SCHEMA_DIR always names an existing directory.
-file(GLOB _seqinbox_schema CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/schema/*.sql")
+# Schema scripts, one folder per store (schema/postgresql/*.sql, schema/mariadb/*.sql); the
+# directory is created even when there are none, so that seqinbox_SCHEMA_DIR always names an
+# existing directory.
 install(DIRECTORY DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR} COMPONENT program)
-if(_seqinbox_schema)
-  install(FILES ${_seqinbox_schema} DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR} COMPONENT program)
-endif()
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/schema/" DESTINATION ${SEQINBOX_INSTALL_SCHEMADIR} COMPONENT program
+  FILES_MATCHING PATTERN "*.sql")
 
 # The seqinbox program (apps/seqinbox), when this build makes it.
 if(TARGET seqinbox_cli)
@@ -178,6 +178,6 @@ install(FILES
   DESTINATION ${SEQINBOX_INSTALL_CMAKEDIR}
   COMPONENT development)
 
-foreach(_seqinbox_v IN ITEMS components ordered modules modules_of_c pending progress c deps pkgs ready d dir schema v)
+foreach(_seqinbox_v IN ITEMS components ordered modules modules_of_c pending progress c deps pkgs ready d dir v)
   unset(_seqinbox_${_seqinbox_v})
 endforeach()

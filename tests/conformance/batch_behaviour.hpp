@@ -210,29 +210,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_wit
     }
 }
 
-// A message whose consume by an operator failed keeps its FAILED row; buffered again, it takes
-// that row (and its id) back, so one by one it is released before a message that waited since.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_resent_failed_message_is_released_in_the_order_of_its_row, Backend, backends) {
-    const std::vector<si::envelope> records{conf::rec("OrderPrepared", "p1", "o1"), conf::rec("OrderCreated", "c1", "o1")};
-    std::vector<std::string> order[2];
-    for (const bool batched : {false, true}) {
-        Backend b;
-        conf::harness<Backend> h(b, conf::fail_once_each({"OrderPrepared/p1"}));
-        h.deliver("OrderPrepared", "p1", "o1");
-        BOOST_TEST_REQUIRE(seqinbox::accepted(b.store.request_instance_action(b.find_instance("OrderSequence", "o1")->id, si::instance_action::consume_all,
-                                                           b.clock.now())));
-        h.inbox->run_pending_actions();
-        expect_rows(b, "OrderPrepared", "p1", {"FAILED"});
-        h.deliver("OrderValidated", "v1", "o1");  // WAITING, a row after p1's
-        if (batched) h.inbox->deliver_batch(records);
-        else
-            for (const auto& r : records) h.deliver(r);
-        expect_rows(b, "OrderPrepared", "p1", {"PROCESSED"});
-        order[batched] = h.log.order_of("o1");
-    }
-    BOOST_TEST(order[1] == order[0], boost::test_tools::per_element());
-}
-
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_duplicate_within_a_batch_is_skipped, Backend, backends) {
     Backend b;
     conf::harness<Backend> h(b);

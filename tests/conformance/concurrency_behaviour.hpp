@@ -1,8 +1,9 @@
 #pragma once
-// The conformance cases of concurrent work on one store (part of the suite of behaviour.hpp, which
-// includes this header): inboxes on many threads, two housekeepers and the job locks, and two
-// writers of one key (the takeover of a claim). The topology tests (tests/pgbouncer/) include it
-// alone, with `backends` defined the same way, to run these cases through a pooler.
+// The conformance cases of concurrent work on one store (part of the suite of behaviour.hpp; a
+// backend's test_conformance.cpp includes it after that header): inboxes on many threads, two
+// housekeepers and the job locks, and two writers of one key (the takeover of a claim). The
+// topology tests (tests/pgbouncer/) include it alone, with `backends` defined the same way, to run
+// these cases through a pooler.
 #include <boost/test/unit_test.hpp>
 
 #include "conformance/harness.hpp"

@@ -131,3 +131,69 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_page_holds_the_pending_actions_of_its_messages_a
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ---- read views through the engine ----
+
+BOOST_AUTO_TEST_SUITE(sequential_inbox)
+
+namespace conf = seqinbox::conformance;
+namespace si = seqinbox;
+using conf::expect_each;
+using conf::expect_calls;
+using conf::expect_outcome;
+using conf::expect_rows;
+using conf::fail_first;
+using conf::harness;
+using si::outcome;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(read_views_count_list_and_show, Backend, backends) {
+    using namespace std::chrono_literals;
+    Backend b;
+    harness<Backend> h(b);
+    const si::timestamp start = b.clock.now();
+    conf::buffer_three(h);
+    conf::complete_order(h, "o2");
+
+    conf::strings instances, messages;
+    for (const auto& c : b.store.instance_counts()) instances.push_back(c.sequence + " " + std::string(to_string(c.state)) + " " + std::to_string(c.count));
+    for (const auto& c : b.store.message_counts()) messages.push_back(c.type + " " + std::string(to_string(c.state)) + " " + std::to_string(c.count));
+    BOOST_TEST(instances == (conf::strings{"OrderSequence OPEN 1", "OrderSequence CLOSED 1"}), boost::test_tools::per_element());
+    BOOST_TEST(messages == (conf::strings{"OrderCreated PROCESSED 1", "OrderExpedited PROCESSED 1", "OrderPrepared WAITING 1",
+                                          "OrderPrepared PROCESSED 1", "OrderShipped WAITING 1", "OrderShipped PROCESSED 1",
+                                          "OrderValidated WAITING 1", "OrderValidated PROCESSED 1"}),
+               boost::test_tools::per_element());
+
+    // Retention 24 h: expiring from 18 h on (share 0.75), expired after 24 h; closed ones never.
+    BOOST_TEST(b.store.expiring_instances(start + 17h, 0.75, 10).empty());
+    const auto expiring = b.store.expiring_instances(start + 18h, 0.75, 10);
+    BOOST_TEST_REQUIRE(expiring.size() == 1u);
+    BOOST_TEST(expiring[0].context_id == "o1");
+    BOOST_TEST(b.store.expired_instances(start + 24h, 10).empty());
+    const auto expired = b.store.expired_instances(start + 24h + 1s, 10);
+    BOOST_TEST_REQUIRE(expired.size() == 1u);
+    BOOST_TEST(expired[0].context_id == "o1");
+    BOOST_TEST(b.store.expiring_instances(start + 24h + 1s, 0.75, 10).empty());
+    auto retention = [&](si::timestamp at) {
+        const auto counts = b.store.retention_counts(at, 0.75);
+        BOOST_TEST_REQUIRE(counts.size() == 1u);  // the closed o2 is not counted, but o1's sequence is
+        BOOST_TEST(counts[0].sequence == conf::order_sequence);
+        return std::pair(counts[0].expiring, counts[0].expired);
+    };
+    BOOST_TEST((retention(start + 17h) == std::pair<std::size_t, std::size_t>(0, 0)));
+    BOOST_TEST((retention(start + 18h) == std::pair<std::size_t, std::size_t>(1, 0)));
+    BOOST_TEST((retention(start + 24h + 1s) == std::pair<std::size_t, std::size_t>(0, 1)));
+
+    BOOST_TEST(seqinbox::accepted(b.store.request_message_action(conf::message_id_of(b, "OrderValidated", "v1"), si::message_action::consume, start)));
+    const auto view = b.store.view_instance(conf::order_sequence, "o1");
+    BOOST_TEST_REQUIRE(view.has_value());
+    BOOST_TEST(view->instance.context_id == "o1");
+    conf::strings rows;
+    for (const auto& m : view->messages) rows.push_back(m.type + "/" + m.idempotence_id + " " + std::string(to_string(m.state)));
+    BOOST_TEST(rows == (conf::strings{"OrderValidated/v1 WAITING", "OrderPrepared/p1 WAITING", "OrderShipped/s1 WAITING"}),
+               boost::test_tools::per_element());
+    BOOST_TEST_REQUIRE(view->actions.on_messages.size() == 1u);
+    BOOST_TEST(view->actions.on_messages[0].message == view->messages[0].id);
+    BOOST_TEST(!b.store.view_instance(conf::order_sequence, "nope").has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

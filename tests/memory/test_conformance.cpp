@@ -12,4 +12,6 @@ using backends = boost::mpl::list<seqinbox::conformance::memory_backend>;
 #include "conformance/batch_behaviour.hpp"
 #include "conformance/view_behaviour.hpp"
 #include "conformance/housekeeping_behaviour.hpp"
+#include "conformance/action_behaviour.hpp"
 #include "conformance/action_requests.hpp"
+#include "conformance/concurrency_behaviour.hpp"

@@ -18,7 +18,7 @@ namespace {
 constexpr std::string_view migrate_usage =
     "usage: seqinbox migrate --postgres CONNINFO [--target N]\n"
     "\n"
-    "Applies the schema scripts this build embeds (schema/V<n>__<name>.sql) that the database\n"
+    "Applies the schema scripts this build embeds (schema/postgresql/V<n>__<name>.sql) that the database\n"
     "lacks, in order, each in its own transaction, recorded in seqinbox_schema_history.\n"
     "Safe to run concurrently and repeatedly. Refuses a database whose schema is newer than\n"
     "this build or whose applied scripts differ from the embedded ones.\n"

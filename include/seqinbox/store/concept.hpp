@@ -2,7 +2,7 @@
 // The store policy: where inbox state lives and which decisions it makes atomically.
 //
 // A store hands out transactions. Every operation named here must have the semantics of the
-// PostgreSQL schema in schema/ under READ COMMITTED:
+// PostgreSQL schema in schema/postgresql/ under READ COMMITTED:
 //  - a transaction sees committed rows and its own writes, never another's uncommitted writes;
 //  - deleting an instance cascades to its claims and messages;
 //  - a lost connection rolls back the transaction and makes every later call on it throw

@@ -1,5 +1,5 @@
 #pragma once
-// Schema migrations of the PostgreSQL backend. The scripts of schema/ (V<n>__<name>.sql) are
+// Schema migrations of the PostgreSQL backend. The scripts of schema/postgresql/ (V<n>__<name>.sql) are
 // compiled into the library, so migrating needs no file at run time.
 //
 // migrate() applies the missing scripts in version order, each in its own transaction together

@@ -1,5 +1,5 @@
 #pragma once
-// The PostgreSQL store: the seqinbox::store_policy on the schema of schema/ (see
+// The PostgreSQL store: the seqinbox::store_policy on the schema of schema/postgresql/ (see
 // seqinbox/store/concept.hpp for the semantics every store has).
 //
 // Connections come from a pool of `pool_size` SOCI sessions. A claim transaction holds one

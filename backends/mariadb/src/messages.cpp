@@ -1,0 +1,146 @@
+// Sequenced messages: reads, the state step (store_message) and its per-key lock.
+#include <map>
+
+#include "codec.hpp"
+#include "connection.hpp"
+#include "seqinbox/error.hpp"
+#include "transaction_impl.hpp"
+
+namespace seqinbox::mariadb {
+
+using detail::bytes_literal;
+using detail::time_literal;
+
+namespace {
+
+/// The rows of any of `keys`: one range per key for the optimizer.
+std::string any_key(const std::vector<claim_key>& keys) {
+    std::string text;
+    for (const auto& k : keys) text += std::string(text.empty() ? "" : " OR ") + "(" + detail::key_condition(k, "m.") + ")";
+    return text;
+}
+
+std::string types_listed(std::span<const std::string> types) {
+    return detail::listed(types, [](const std::string& t) { return bytes_literal(t); });
+}
+
+/// SET list (or VALUES list, `assign` false) of a message's record columns.
+std::string record_values(const envelope& e, bool assign) {
+    const auto traceparent = e.find_header(traceparent_header);
+    const std::pair<const char*, std::string> columns[] = {
+        {"cluster", bytes_literal(e.cluster)},
+        {"topic", bytes_literal(e.topic)},
+        {"`partition`", std::to_string(e.partition)},
+        {"`offset`", std::to_string(e.offset)},
+        {"record_key", detail::nullable_bytes_literal(e.key)},
+        {"record_value", detail::nullable_bytes_literal(e.value)},
+        {"traceparent", traceparent ? bytes_literal(*traceparent) : std::string("NULL")},
+        {"record_time", time_literal(e.time)},
+        {"record_headers", bytes_literal(detail::encode_headers(e.headers))},
+    };
+    std::string text;
+    for (const auto& [column, value] : columns) text += std::string(", ") + (assign ? std::string(column) + " = " : "") + value;
+    return text;
+}
+
+std::string insert_sql(const message_record& row) {
+    const bool with_record = row.payload.has_value();
+    return "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at" +
+           std::string(with_record ? ", cluster, topic, `partition`, `offset`, record_key, record_value, traceparent, record_time, "
+                                     "record_headers"
+                                   : "") +
+           ") VALUES (" + std::to_string(row.instance) + ", " + bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) +
+           ", '" + std::string(detail::state_text(row.state)) + "', " + time_literal(row.created_at) + ", " +
+           time_literal(row.state_changed_at) + (with_record ? record_values(*row.payload, false) : "") + ")";
+}
+
+std::string message_name(const message_record& row) { return "message " + row.type + " " + row.idempotence_id; }
+
+}  // namespace
+
+std::vector<message_record> store::transaction::messages_with_keys(const std::vector<claim_key>& keys) {
+    std::vector<message_record> rows;
+    impl_->rows("reading the rows of " + std::to_string(keys.size()) + " message keys",
+                "SELECT " + detail::message_columns() + " FROM sequenced_message m WHERE " + any_key(keys) + " ORDER BY m.id",
+                [&](const soci::row& row) { rows.push_back(detail::message_at(row, false)); });
+    return rows;
+}
+
+std::vector<message_record> store::transaction::find_messages(const claim_key& key) { return messages_with_keys({key}); }
+
+std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
+    const waiting_query query{instance, std::vector<std::string>(types.begin(), types.end())};
+    return std::move(waiting_messages(std::span<const waiting_query>(&query, 1)).front());
+}
+
+std::vector<std::vector<message_record>> store::transaction::waiting_messages(std::span<const waiting_query> queries) {
+    std::vector<std::vector<message_record>> answers(queries.size());
+    std::string conditions;
+    for (const auto& q : queries) {
+        if (q.types.empty()) continue;
+        conditions += std::string(conditions.empty() ? "" : " OR ") + "(m.sequence_instance_id = " + std::to_string(q.instance) +
+                      " AND m.message_type IN (" + types_listed(q.types) + "))";
+    }
+    if (conditions.empty()) return answers;
+    std::map<instance_id, std::vector<message_record>> by_instance;
+    impl_->rows("reading waiting messages", "SELECT " + detail::message_columns_with_record() +
+                                                " FROM sequenced_message m WHERE m.state = 'WAITING' AND (" + conditions + ") ORDER BY m.id",
+                [&](const soci::row& row) {
+                    auto m = detail::message_at(row, true);
+                    by_instance[m.instance].push_back(std::move(m));
+                });
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+        for (const auto& m : by_instance[queries[i].instance])
+            for (const auto& type : queries[i].types)
+                if (m.type == type) {
+                    answers[i].push_back(m);
+                    break;
+                }
+    }
+    return answers;
+}
+
+void store::transaction::insert_message(message_record row) { impl_->run("inserting " + message_name(row), insert_sql(row)); }
+
+stored_as store::transaction::store_message(message_record row) {
+    const std::string doing = "storing the state of " + message_name(row);
+    const std::string key = detail::key_condition(row.key());
+    // The key's lock row, held until the transaction ends; then the key's rows as committed now.
+    impl_->run(doing, "INSERT INTO sequenced_message_key_lock (message_type, idempotence_id, sequence_instance_id) VALUES (" +
+                          bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) + ", " + std::to_string(row.instance) +
+                          ") ON DUPLICATE KEY UPDATE message_type = message_type");
+    bool processed = false, waiting = false;
+    message_id newest_failed = 0;
+    impl_->rows(doing, "SELECT id, state FROM sequenced_message WHERE " + key + " ORDER BY id",
+                [&](const soci::row& r) {
+                    const auto state = detail::parse_message_state(detail::text_at(r, 1));
+                    processed = processed || state == message_state::processed;
+                    waiting = waiting || state == message_state::waiting;
+                    if (state == message_state::failed) newest_failed = detail::number_at(r, 0);
+                });
+    const std::string state = "'" + std::string(detail::state_text(row.state)) + "'";
+    if (processed || (waiting && row.state != message_state::processed)) return stored_as::left_existing;
+    if (waiting) {
+        impl_->run(doing, "UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
+                              " WHERE " + key + " AND state = 'WAITING'");
+        return stored_as::updated;
+    }
+    if (newest_failed != 0) {
+        impl_->run(doing, "UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
+                              (row.payload ? record_values(*row.payload, true) : "") + " WHERE id = " + std::to_string(newest_failed));
+        return stored_as::updated;
+    }
+    impl_->run(doing, insert_sql(row));
+    return stored_as::inserted;
+}
+
+stored_as store::store_message(message_record row) {
+    auto tx = begin();
+    const auto stored = tx.store_message(std::move(row));
+    tx.commit();
+    return stored;
+}
+
+stored_as store::store_message_beside(transaction&, message_record row) { return store_message(std::move(row)); }
+
+}  // namespace seqinbox::mariadb

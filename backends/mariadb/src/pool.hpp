@@ -1,0 +1,125 @@
+#pragma once
+// Private to seqinbox::mariadb: pooled connections. The pool opens connections lazily up to
+// pool_size, hands them out one transaction at a time, and drops a connection that is broken or
+// was left inside a transaction, so the next lease opens a fresh one.
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "seqinbox/detail/instance_cache.hpp"
+#include "seqinbox/mariadb/store.hpp"
+
+namespace seqinbox::mariadb::detail {
+
+struct counters {
+    std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0};
+};
+
+/// A SOCI session with what the store knows of it.
+class connection {
+public:
+    connection(const store_options& options, counters& counts);
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    soci::session& session() { return *session_; }
+    /// Runs `sql` (no result rows), counting the round trip; SOCI errors pass through.
+    void run(const std::string& sql);
+    /// Runs `sql` and calls `each` with every row it returns (soci::row can be neither copied
+    /// nor moved).
+    void rows(const std::string& sql, const std::function<void(const soci::row&)>& each);
+    /// Runs `sql` and returns the affected-row count (found rows: SOCI connects with CLIENT_FOUND_ROWS).
+    long long affected(const std::string& sql);
+    void count_round_trip() { counts_->round_trips.fetch_add(1, std::memory_order_relaxed); }
+
+    /// CONNECTION_ID() of the session.
+    std::uint64_t server_id() const noexcept { return server_id_; }
+    /// innodb_flush_log_at_trx_commit as read when the connection was opened.
+    int flush_setting() const noexcept { return flush_setting_; }
+    /// The number of the next transaction on this connection.
+    std::uint32_t next_transaction() noexcept { return ++transactions_; }
+
+    /// Whether the server reports a transaction open on the session, as of the last reply (no
+    /// round trip): false after the server rolled one back (a deadlock, also in a listener's own
+    /// statement) while the store thought it open.
+    bool server_in_transaction() const;
+
+    void mark_broken() noexcept { broken_ = true; }
+    bool broken() const noexcept { return broken_; }
+    /// Set while a transaction is open on the connection (BEGIN sent, no COMMIT or ROLLBACK yet).
+    bool in_transaction = false;
+
+private:
+    counters* counts_;
+    std::unique_ptr<soci::session> session_;
+    std::uint64_t server_id_ = 0;
+    int flush_setting_ = 1;
+    std::uint32_t transactions_ = 0;
+    bool broken_ = false;
+};
+
+class pool;
+
+/// A leased connection; returns it to the pool when destroyed.
+class lease {
+public:
+    lease() = default;
+    lease(std::shared_ptr<pool> owner, std::unique_ptr<connection> conn) : pool_(std::move(owner)), conn_(std::move(conn)) {}
+    lease(lease&&) noexcept = default;
+    lease& operator=(lease&& other) noexcept {
+        if (this != &other) {
+            release();
+            pool_ = std::move(other.pool_);
+            conn_ = std::move(other.conn_);
+        }
+        return *this;
+    }
+    ~lease() { release(); }
+    connection* operator->() const { return conn_.get(); }
+    connection& operator*() const { return *conn_; }
+    explicit operator bool() const { return conn_ != nullptr; }
+    void release() noexcept;
+
+private:
+    std::shared_ptr<pool> pool_;
+    std::unique_ptr<connection> conn_;
+};
+
+class pool : public std::enable_shared_from_this<pool> {
+public:
+    explicit pool(store_options options);
+    /// A connection within options.acquire_timeout, or seqinbox::error (retryable when all are
+    /// busy, connection when a new one cannot be opened).
+    lease acquire();
+    void give_back(std::unique_ptr<connection> conn) noexcept;
+    const store_options& options() const noexcept { return options_; }
+    counters& counts() noexcept { return counts_; }
+    seqinbox::detail::instance_cache& instances() noexcept { return instances_; }
+    /// A token no claim statement of this process used before (claims.cpp).
+    long long next_claim_token() noexcept;
+    bool durable_commits = true;
+
+private:
+    const store_options options_;
+    counters counts_;
+    seqinbox::detail::instance_cache instances_;
+    std::atomic<unsigned long long> token_;
+    std::mutex mutex_;
+    std::condition_variable available_;
+    std::vector<std::unique_ptr<connection>> idle_;
+    std::size_t open_ = 0;  // idle plus leased
+};
+
+/// Rethrows a SOCI failure of `conn` as seqinbox::error, first marking the connection broken
+/// when it was lost.
+[[noreturn]] void fail(connection& conn, const soci::soci_error& e, std::string_view doing, std::string_view url);
+
+}  // namespace seqinbox::mariadb::detail

@@ -1,0 +1,18 @@
+// The conformance suite (tests/conformance/) instantiated for the MariaDB store, every part of it:
+// the in-memory backend and PostgreSQL run the same cases.
+#define BOOST_TEST_MODULE conformance_mariadb
+#include <boost/test/unit_test.hpp>
+
+#include <boost/mpl/list.hpp>
+
+#include "mariadb_backend.hpp"
+
+using backends = boost::mpl::list<seqinbox::conformance::mariadb_backend>;
+
+#include "conformance/behaviour.hpp"
+#include "conformance/batch_behaviour.hpp"
+#include "conformance/view_behaviour.hpp"
+#include "conformance/housekeeping_behaviour.hpp"
+#include "conformance/action_behaviour.hpp"
+#include "conformance/action_requests.hpp"
+#include "conformance/concurrency_behaviour.hpp"

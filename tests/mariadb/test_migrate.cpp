@@ -1,0 +1,116 @@
+// seqinbox::mariadb::migrate: applies schema/mariadb/ once (also when service instances start
+// together), refuses databases it must not touch, and the store refuses a database not migrated.
+#define BOOST_TEST_MODULE mariadb migrate
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mariadb_server.hpp"
+#include "seqinbox/error.hpp"
+#include "seqinbox/mariadb/migrate.hpp"
+#include "seqinbox/mariadb/store.hpp"
+
+namespace si = seqinbox;
+namespace mdb = seqinbox::mariadb;
+using seqinbox::test::mariadb_server;
+using namespace std::chrono_literals;
+
+namespace {
+
+soci::session session_on(const std::string& url) {
+    return soci::session(soci::mysql, mariadb_server::shared().soci_connect(mariadb_server::database_of(url)));
+}
+
+/// The category of the seqinbox::error `work` throws ("none" without one), and its text in `text`.
+template <class Work>
+std::string failure_of(Work work, std::string& text) {
+    try {
+        work();
+    } catch (const si::error& e) {
+        text = e.what();
+        return std::string(to_string(e.category()));
+    }
+    return "none";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_fresh_database_is_migrated_once) {
+    const auto url = mariadb_server::shared().create_database();
+    const auto first = mdb::migrate(url);
+    BOOST_TEST(first.applied == std::vector<int>{1}, boost::test_tools::per_element());
+    BOOST_TEST(first.schema_version == mdb::latest_schema_version());
+    const auto again = mdb::migrate(url);
+    BOOST_TEST(again.applied.empty());
+    BOOST_TEST(again.already_applied == std::vector<int>{1}, boost::test_tools::per_element());
+    mdb::store store({.url = url});  // opens: the schema matches
+    BOOST_TEST(store.durable_commits() == false);  // the test server runs innodb_flush_log_at_trx_commit = 0
+}
+
+BOOST_AUTO_TEST_CASE(instances_migrating_together_apply_each_script_once) {
+    const auto url = mariadb_server::shared().create_database();
+    std::vector<std::future<mdb::migrate_report>> runs;
+    for (int i = 0; i < 4; ++i) runs.push_back(std::async(std::launch::async, [url] { return mdb::migrate(url); }));
+    int applied = 0;
+    for (auto& run : runs) applied += static_cast<int>(run.get().applied.size());
+    BOOST_TEST(applied == 1);
+    auto s = session_on(url);
+    long long rows = 0;
+    s << "SELECT count(*) FROM seqinbox_schema_history", soci::into(rows);
+    BOOST_TEST(rows == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_migration_gives_up_when_another_holds_the_lock_too_long) {
+    const auto url = mariadb_server::shared().create_database();
+    auto other = session_on(url);
+    int got = 0;
+    other << "SELECT GET_LOCK('seqinbox_migration', 0)", soci::into(got);
+    BOOST_TEST_REQUIRE(got == 1);
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::migrate(url, {.lock_wait = 1s}); }, text) == "retryable");
+    BOOST_TEST(text.find("migration lock") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(the_store_refuses_a_database_that_was_not_migrated) {
+    const auto url = mariadb_server::shared().create_database();
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::store store({.url = url}); }, text) == "schema_mismatch");
+    BOOST_TEST(text.find("seqinbox migrate") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_changed_script_or_a_newer_database_is_refused) {
+    const auto url = mariadb_server::shared().create_database();
+    mdb::migrate(url);
+    auto s = session_on(url);
+    s << "UPDATE seqinbox_schema_history SET checksum = REPEAT('0', 64) WHERE version = 1";
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::migrate(url); }, text) == "schema_mismatch");
+    BOOST_TEST(text.find("differs") != std::string::npos, text);
+
+    const auto newer = mariadb_server::shared().create_database();
+    mdb::migrate(newer);
+    auto n = session_on(newer);
+    n << "INSERT INTO seqinbox_schema_history (version, name, checksum) VALUES (99, 'future', REPEAT('0', 64))";
+    BOOST_TEST(failure_of([&] { mdb::migrate(newer); }, text) == "schema_mismatch");
+    BOOST_TEST(text.find("newer than this seqinbox library") != std::string::npos, text);
+    BOOST_TEST(failure_of([&] { mdb::store store({.url = newer}); }, text) == "schema_mismatch");
+}
+
+BOOST_AUTO_TEST_CASE(a_target_outside_the_known_versions_is_misuse) {
+    const auto url = mariadb_server::shared().create_database();
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::migrate(url, {.target_version = 2}); }, text) == "misuse");
+    BOOST_TEST(mdb::migrate(url, {.target_version = 0}).applied.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_unreachable_server_is_a_connection_error_naming_the_redacted_url) {
+    const std::string url = "mariadb://root:s3cret@127.0.0.1:" + std::to_string(seqinbox::test::unused_port()) + "/nowhere";
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::migrate(url); }, text) == "connection");
+    BOOST_TEST(text.find("s3cret") == std::string::npos, text);
+    BOOST_TEST(text.find("mariadb://root:***@127.0.0.1") != std::string::npos, text);
+}
