@@ -48,6 +48,19 @@ store::job_lock::job_lock(job_lock&&) noexcept = default;
 store::job_lock& store::job_lock::operator=(job_lock&&) noexcept = default;
 store::job_lock::~job_lock() = default;
 
+bool store::job_lock::renew() {
+    if (!impl_) return false;
+    bool held = false;
+    try {  // the session still holds it unless it was lost (and the server released the lock)
+        impl_->conn->rows("SELECT COALESCE(IS_USED_LOCK(" + impl_->name_sql + ") = CONNECTION_ID(), 0)",
+                          [&](const soci::row& r) { held = number_at(r, 0) == 1; });
+    } catch (const soci::soci_error&) {
+        impl_->conn->mark_broken();
+    }
+    if (!held) impl_.reset();
+    return held;
+}
+
 store::job_lock store::try_lock_job(const std::string& job) {
     auto state = std::make_unique<job_lock::impl>(pool_->acquire());
     detail::connection& c = *state->conn;

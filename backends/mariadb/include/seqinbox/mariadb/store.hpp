@@ -273,6 +273,9 @@ public:
     job_lock& operator=(const job_lock&) = delete;
     ~job_lock();
     explicit operator bool() const noexcept { return impl_ != nullptr; }
+    /// Whether its session still holds the lock (one round trip); false (and the lock empty) once
+    /// the session was lost, which released it.
+    bool renew();
 
 private:
     friend class store;
