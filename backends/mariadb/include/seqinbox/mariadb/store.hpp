@@ -259,6 +259,12 @@ private:
     /// lock_instance of each of `ids` (ascending, distinct): one statement locks them all in that
     /// order, one read gives their rows and types (src/instances.cpp).
     std::map<instance_id, instance_lock> lock_instances(const std::vector<instance_id>& ids);
+    /// claim and claim_batch once; redone_after_deadlock runs `claim` again from BEGIN after a
+    /// deadlock when the claim began the transaction (src/claims.cpp).
+    claim_result claim_once(const claim_request& request);
+    std::vector<claim_result> claim_batch_once(std::span<const claim_request> requests);
+    template <class Claim>
+    auto redone_after_deadlock(Claim claim);
     /// The rows of every key of `keys`, by id, without payloads (src/messages.cpp).
     std::vector<message_record> messages_with_keys(const std::vector<claim_key>& keys);
     std::unique_ptr<impl> impl_;
