@@ -26,6 +26,9 @@
 //    key checks take shared locks on that parent row, so a state step on a second connection
 //    inserting a message of the instance would wait for the claim transaction, which waits for it.
 //    For the same reason close_instance (an UPDATE of the parent row) is sent with the commit.
+//    That UPDATE still needs the parent row exclusively while claims waiting for the instance
+//    lock hold it shared: InnoDB breaks that cycle by rolling one side back, usually the claimant,
+//    and a claim that began its transaction is then redone from BEGIN (up to 5 times).
 //  - store_message's per-key lock is the key's row of sequenced_message_key_lock, taken the same
 //    way and held until the transaction ends.
 //  - ROLLBACK TO SAVEPOINT undoes the writes after the savepoint and releases the row locks
