@@ -6,8 +6,10 @@
 
 #include <tuple>
 
+#include "postgresql/concurrency_server.hpp"
 #include "through_pgbouncer.hpp"
 
+using concurrency_server = seqinbox::test::postgresql_concurrency_server;
 using routes = std::tuple<seqinbox::test::through_pgbouncer<10>>;
 
 #include "postgresql/concurrency_cases.hpp"

@@ -1,17 +1,19 @@
 #pragma once
 // The claim under real threads and many deliveries on many threads, for every route to the server
-// in `routes` (a type list the including test module defines before including this header): the
-// test_postgres_concurrency cases connect directly, the topology tests through PgBouncer
-// (tests/pgbouncer/). A route R gives R::store_options(direct conninfo, pool size), the store's
-// options for that database, and R::server_connections, how many server connections the route
-// lets the store have at once (cases needing more scale down). Observers and inspection connect
-// directly.
+// in `routes` (a type list the including test module defines before including this header), on
+// the server `concurrency_server` (defined the same way): the test_postgres_concurrency cases
+// connect directly, the topology tests through PgBouncer (tests/pgbouncer/), the MariaDB ones to a
+// throwaway mariadbd (tests/mariadb/). A route R gives R::store_options(direct conninfo, pool
+// size), the store's options for that database, and R::server_connections, how many server
+// connections the route lets the store have at once (cases needing more scale down). Observers
+// and inspection connect directly. The server S gives its store type and what the cases ask of the
+// server itself (tests/postgresql/concurrency_server.hpp says what).
 //
-// Real threads, one inbox object each (like service instances), sharing one postgresql::store:
-// the claim of the seed decided by PostgreSQL itself. Every race is proven, not hoped for: a
-// winner's listener waits until the losers are seen waiting for a lock inside PostgreSQL
-// (pg_locks / pg_stat_activity) before it decides, and a killed backend is killed while it holds
-// the claim. Nothing in a worker thread calls Boost.Test (it is not thread-safe): workers report
+// Real threads, one inbox object each (like service instances), sharing one store: the claim of
+// the seed decided by the database itself. Every race is proven, not hoped for: a winner's
+// listener waits until the losers are seen waiting for a lock inside the server (PostgreSQL:
+// pg_locks / pg_stat_activity; MariaDB: information_schema.innodb_trx) before it decides, and a
+// killed connection is killed while it holds the claim. Nothing in a worker thread calls Boost.Test (it is not thread-safe): workers report
 // through return values and exceptions, checked on the main thread.
 #include <boost/test/unit_test.hpp>
 
@@ -34,20 +36,26 @@
 #include <thread>
 #include <vector>
 
-#include "pg_test_support.hpp"
+#include <soci/soci.h>
+
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
-#include "seqinbox/postgresql/store.hpp"
 #include "support/world.hpp"
 
 namespace si = seqinbox;
-namespace pg = seqinbox::postgresql;
-using seqinbox::test::count;
-using seqinbox::test::pg_server;
 using si::testing::message;
 
 namespace concurrency_cases {
+
+using server = concurrency_server;
+
+/// The value of a count query.
+inline long long count(soci::session& session, const std::string& query) {
+    long long n = 0;
+    session << query, soci::into(n);
+    return n;
+}
 
 using namespace std::chrono_literals;
 constexpr auto patience = 30s;  // deadline of every wait for a state that must come
@@ -58,7 +66,7 @@ struct propagation_policies : si::default_policies {
 };
 
 template <class Propagation = si::propagation::not_supported>
-using pg_inbox = si::basic_inbox<pg::store, si::memory::source, si::memory::error_sink, propagation_policies<Propagation>>;
+using server_inbox = si::basic_inbox<server::store_type, si::memory::source, si::memory::error_sink, propagation_policies<Propagation>>;
 
 /// What one delivery on a worker thread came to: a result, or the seqinbox::error it threw.
 struct attempt {
@@ -85,7 +93,7 @@ attempt try_deliver(Inbox& inbox, const si::envelope& record) {
 
 /// Polls `query` (a count) on its own session until it reaches `at_least`; throws at the deadline.
 void await_count(const std::string& conninfo, const std::string& query, long long at_least, const std::string& what) {
-    soci::session observer(soci::postgresql, conninfo);
+    soci::session observer(server::backend(), server::soci_connect(conninfo));
     const auto deadline = std::chrono::steady_clock::now() + patience;
     while (count(observer, query) < at_least) {
         if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("timed out waiting until " + what);
@@ -93,33 +101,26 @@ void await_count(const std::string& conninfo, const std::string& query, long lon
     }
 }
 
-/// Backends of this database waiting for a lock (pg_locks, not granted) inside a claim insert.
-const std::string claim_waiters = "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                                  " WHERE NOT l.granted AND a.datname = current_database() AND a.pid <> pg_backend_pid()"
-                                  " AND a.query ILIKE '%insert%sequential_inbox_idempotence%'";
-const std::string count_claim_waiters = "SELECT count(DISTINCT a.pid) " + claim_waiters;
+/// Connections of this database waiting for a lock inside a claim insert.
+const std::string count_claim_waiters = server::count_claim_waiters();
 
 /// A migrated database and one store for `threads` service instances (two connections each, plus
 /// spares) reaching it by `Route`, with the source and error sink they share.
 struct shared_database {
     template <class Route>
     shared_database(std::size_t threads, Route)
-        : conninfo(migrated_database()), store(Route::store_options(conninfo, 2 * threads + 4)), sql(soci::postgresql, conninfo) {}
+        : conninfo(server::migrated_database()),
+          store(Route::store_options(conninfo, 2 * threads + 4)),
+          sql(server::backend(), server::soci_connect(conninfo)) {}
 
-    static std::string migrated_database() {
-        std::string conninfo = pg_server::shared().create_database();
-        pg::migrate(conninfo);
-        return conninfo;
-    }
-
-    long long rows(const std::string& where = "true") { return count(sql, "SELECT count(*) FROM sequenced_message WHERE " + where); }
+    long long rows(const std::string& where = "1 = 1") { return count(sql, "SELECT count(*) FROM sequenced_message WHERE " + where); }
     long long claims() { return count(sql, "SELECT count(*) FROM sequential_inbox_idempotence"); }
     long long instances(const std::string& state) {
         return count(sql, "SELECT count(*) FROM sequence_instance WHERE state = '" + state + "'");
     }
 
     std::string conninfo;  // direct
-    pg::store store;
+    server::store_type store;
     si::memory::source source;
     si::memory::error_sink sink;
     soci::session sql;  // main thread only
@@ -129,7 +130,7 @@ struct shared_database {
 /// first, then records the call in `log` (so `log` holds only calls that completed).
 template <class Propagation = si::propagation::not_supported>
 struct service_instances {
-    using inbox_type = pg_inbox<Propagation>;
+    using inbox_type = server_inbox<Propagation>;
     using hook = std::function<void(std::size_t, const typename inbox_type::context&)>;
 
     service_instances(shared_database& db, std::size_t n, hook before = {}) {
@@ -251,12 +252,6 @@ struct gated_first_call {
     }
 };
 
-int terminate_backend(const std::string& conninfo, int pid) {
-    soci::session admin(soci::postgresql, conninfo);
-    int terminated = 0;
-    admin << "SELECT pg_terminate_backend(:pid)::int", soci::use(pid), soci::into(terminated);
-    return terminated;
-}
 
 /// Waits for the first of `futures` to finish and returns its index.
 std::size_t first_finished(std::vector<std::future<attempt>>& futures) {
@@ -269,7 +264,7 @@ std::size_t first_finished(std::vector<std::future<attempt>>& futures) {
 }
 
 struct kill_outcome {
-    int killed_backend;
+    long long killed_backend;
     attempt loser;
     attempt killed;
 };
@@ -280,10 +275,8 @@ struct kill_outcome {
 kill_outcome kill_the_claim_holder(shared_database& db, gated_first_call& winner, std::vector<std::future<attempt>>& futures) {
     BOOST_REQUIRE(winner.entered.get_future().wait_for(patience) == std::future_status::ready);
     await_count(db.conninfo, count_claim_waiters, 1, "the loser waits for the winner's claim");
-    int holder = 0;
-    db.sql << "SELECT min(holder) FROM (SELECT unnest(pg_blocking_pids(a.pid)) AS holder " + claim_waiters + ") h",
-        soci::into(holder);
-    BOOST_TEST_REQUIRE(terminate_backend(db.conninfo, holder) == 1);
+    const long long holder = server::claim_holder(db.sql);
+    BOOST_TEST_REQUIRE(server::kill(db.conninfo, holder));
     const std::size_t loser = first_finished(futures);
     kill_outcome outcome{holder, futures[loser].get(), {}};
     winner.gate.set_value();
@@ -297,7 +290,7 @@ void expect_taken_over_after_the_kill(shared_database& db, const kill_outcome& k
     BOOST_REQUIRE_MESSAGE(kill.killed.category.has_value(), "the killed side threw no seqinbox::error: " << kill.killed.describe());
     BOOST_TEST(to_string(*kill.killed.category) == "connection");
     // the store reports the loss, or the engine when it notices before its next statement
-    BOOST_TEST((kill.killed.error_text.find("connection to PostgreSQL was lost") != std::string::npos ||
+    BOOST_TEST((kill.killed.error_text.find(server::lost_connection_text) != std::string::npos ||
                 kill.killed.error_text.find("lost its connection while the listener ran") != std::string::npos),
                kill.killed.error_text);
     BOOST_TEST_MESSAGE("the killed side's error: " << kill.killed.error_text);
@@ -314,10 +307,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(winner_backend_killed_while_holding_the_claim_the_
     // propagation::required: the listener writes its business row in T1, so the effect of the
     // killed winner must vanish with its claim.
     shared_database db(2, Route{});
-    db.sql << "CREATE TABLE business_effect (idempotence_id text NOT NULL, backend int NOT NULL)";
+    db.sql << "CREATE TABLE business_effect (idempotence_id " + std::string(server::text_type) + " NOT NULL, backend bigint NOT NULL)";
     gated_first_call winner;
     service_instances<si::propagation::required> service(db, 2, [&](std::size_t, const auto& ctx) {
-        ctx.transaction->session() << "INSERT INTO business_effect (idempotence_id, backend) VALUES (:id, pg_backend_pid())",
+        ctx.transaction->session() << "INSERT INTO business_effect (idempotence_id, backend) VALUES (:id, " +
+                                          std::string(server::connection_id_sql) + ")",
             soci::use(ctx.idempotence_id);
         winner();
     });

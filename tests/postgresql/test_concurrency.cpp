@@ -4,8 +4,10 @@
 
 #include <tuple>
 
+#include "concurrency_server.hpp"
 #include "store_route.hpp"
 
+using concurrency_server = seqinbox::test::postgresql_concurrency_server;
 using routes = std::tuple<seqinbox::test::direct_route>;
 
 #include "concurrency_cases.hpp"

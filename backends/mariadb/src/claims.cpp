@@ -25,9 +25,37 @@ std::string claim_sql(const std::string& values) {
            " VALUES " + values + " ON DUPLICATE KEY UPDATE message_type = message_type RETURNING message_type, idempotence_id, claim_token";
 }
 
+/// How often a claim that began its transaction is redone after a deadlock.
+constexpr int claim_attempts = 5;
+
 }  // namespace
 
+// A claim waiting for the instance lock holds the instance row shared (its foreign key check), and
+// the lock's holder closing the instance at its commit needs that row exclusively: InnoDB breaks
+// the cycle by rolling one back, usually the claimant, which has written least. When the claim
+// began its transaction, nothing else was lost: it is redone from BEGIN.
+template <class Claim>
+auto store::transaction::redone_after_deadlock(Claim claim) {
+    const bool fresh = impl_->fresh();
+    for (int attempt = 1;; ++attempt) {
+        try {
+            return claim();
+        } catch (const error& e) {
+            if (!fresh || attempt == claim_attempts || e.sqlstate() != "40001" || impl_->active()) throw;
+            impl_->restart();
+        }
+    }
+}
+
 claim_result store::transaction::claim(const claim_request& request) {
+    return redone_after_deadlock([&] { return claim_once(request); });
+}
+
+std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_request> requests) {
+    return redone_after_deadlock([&] { return claim_batch_once(requests); });
+}
+
+claim_result store::transaction::claim_once(const claim_request& request) {
     const long long token = impl_->pool().next_claim_token();
     bool won = false;
     try {
@@ -46,7 +74,7 @@ claim_result store::transaction::claim(const claim_request& request) {
     return result;
 }
 
-std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_request> requests) {
+std::vector<claim_result> store::transaction::claim_batch_once(std::span<const claim_request> requests) {
     std::vector<claim_result> results(requests.size());
     if (requests.empty()) return results;
     // Keys in key order (bytewise, as the primary key sorts VARBINARY), so that two batches take

@@ -43,6 +43,14 @@ public:
     void rollback() noexcept;
 
     bool active() const noexcept { return active_; }
+    /// No statement has been sent yet: a claim that starts here may be redone from BEGIN.
+    bool fresh() const noexcept { return !begun_ && active_; }
+    /// After the server rolled the transaction back (deadlock), starts over as if fresh.
+    void restart() noexcept {
+        begun_ = false;
+        active_ = true;
+        at_commit.clear();
+    }
     std::uint64_t id() const noexcept { return (conn_->server_id() << 32) | number_; }
     std::uint32_t next_savepoint() noexcept { return ++savepoints_; }
 

@@ -26,6 +26,9 @@
 //    key checks take shared locks on that parent row, so a state step on a second connection
 //    inserting a message of the instance would wait for the claim transaction, which waits for it.
 //    For the same reason close_instance (an UPDATE of the parent row) is sent with the commit.
+//    That UPDATE still needs the parent row exclusively while claims waiting for the instance
+//    lock hold it shared: InnoDB breaks that cycle by rolling one side back, usually the claimant,
+//    and a claim that began its transaction is then redone from BEGIN (up to 5 times).
 //  - store_message's per-key lock is the key's row of sequenced_message_key_lock, taken the same
 //    way and held until the transaction ends.
 //  - ROLLBACK TO SAVEPOINT undoes the writes after the savepoint and releases the row locks
@@ -259,6 +262,12 @@ private:
     /// lock_instance of each of `ids` (ascending, distinct): one statement locks them all in that
     /// order, one read gives their rows and types (src/instances.cpp).
     std::map<instance_id, instance_lock> lock_instances(const std::vector<instance_id>& ids);
+    /// claim and claim_batch once; redone_after_deadlock runs `claim` again from BEGIN after a
+    /// deadlock when the claim began the transaction (src/claims.cpp).
+    claim_result claim_once(const claim_request& request);
+    std::vector<claim_result> claim_batch_once(std::span<const claim_request> requests);
+    template <class Claim>
+    auto redone_after_deadlock(Claim claim);
     /// The rows of every key of `keys`, by id, without payloads (src/messages.cpp).
     std::vector<message_record> messages_with_keys(const std::vector<claim_key>& keys);
     std::unique_ptr<impl> impl_;
