@@ -45,7 +45,9 @@ public:
         remove_stale_servers();
         dir_ = make_directory();
         try {
-            run("mariadb-install-db --no-defaults --datadir=" + quote(data_dir()) +
+            // A temporary directory of its own: bootstraps of two servers at once clashed in /tmp
+            // ("Could not remove temporary table: '/tmp/#sql-temptable-...'").
+            run("mariadb-install-db --no-defaults --datadir=" + quote(data_dir()) + " --tmpdir=" + quote(dir_.string()) +
                     " --auth-root-authentication-method=normal --skip-test-db" +
                     " --innodb-log-file-size=16M",
                 "mariadb-install-db");
@@ -172,7 +174,8 @@ private:
     bool try_start() const {
         std::filesystem::remove(dir_ / "mariadbd.pid");
         const std::string options =
-            " --no-defaults --datadir=" + quote(data_dir()) + " --socket=" + quote((dir_ / "sock").string()) +
+            " --no-defaults --datadir=" + quote(data_dir()) + " --tmpdir=" + quote(dir_.string()) +
+            " --socket=" + quote((dir_ / "sock").string()) +
             " --port=" + std::to_string(port_) + " --bind-address=127.0.0.1 --pid-file=" +
             quote((dir_ / "mariadbd.pid").string()) + " --log-error=" + quote((dir_ / "server.log").string()) +
             " --max-connections=300 --innodb-log-file-size=16M --innodb-buffer-pool-size=64M" +
