@@ -1,7 +1,8 @@
 #pragma once
 // The conformance fixture (tests/conformance/backend.hpp) for the MariaDB store: every fixture
-// object gets a fresh database on the test program's throwaway server, migrated, with the
-// business table. Inspection reads committed state on a session of its own.
+// object gets an empty migrated database with the business table on the test program's throwaway
+// server: a new one, or one emptied after an earlier fixture (support/database_pool.hpp).
+// Inspection reads committed state on a session of its own.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "conformance/backend.hpp"
 #include "mariadb_server.hpp"
+#include "support/database_pool.hpp"
 #include "seqinbox/mariadb/migrate.hpp"
 #include "seqinbox/mariadb/store.hpp"
 
@@ -24,6 +26,21 @@ inline std::string fresh_mariadb_database() {
     soci::session s(soci::mysql, test::mariadb_server::shared().soci_connect(test::mariadb_server::database_of(url)));
     s << "CREATE TABLE business (k VARBINARY(255) PRIMARY KEY, value LONGBLOB NOT NULL) ENGINE = InnoDB";
     return url;
+}
+
+inline void empty_mariadb_database(const std::string& url) {
+    soci::session s(soci::mysql, test::mariadb_server::shared().soci_connect(test::mariadb_server::database_of(url)));
+    s << "SET SESSION innodb_lock_wait_timeout = 5";
+    for (const char* table : {"sequenced_message_key_lock", "sequential_inbox_idempotence", "sequenced_message", "sequence_instance_lock",
+                              "sequence_instance", "business"})
+        s << std::string("DELETE FROM ") + table;
+    s << "ALTER TABLE sequenced_message AUTO_INCREMENT = 1";
+    s << "ALTER TABLE sequence_instance AUTO_INCREMENT = 1";
+}
+
+inline test::database_pool& mariadb_databases() {
+    static test::database_pool pool(fresh_mariadb_database, empty_mariadb_database);
+    return pool;
 }
 
 inline mariadb::store_options mariadb_fixture_options(const std::string& url) {
@@ -48,10 +65,12 @@ struct mariadb_backend : fixture_parts<mariadb::store> {
     using store_type = mariadb::store;
 
     mariadb_backend()
-        : url(detail::fresh_mariadb_database()),
+        : database(detail::mariadb_databases()),
+          url(database.connection()),
           store(detail::mariadb_fixture_options(url)),
           admin(soci::mysql, test::mariadb_server::shared().soci_connect(test::mariadb_server::database_of(url))) {}
 
+    test::pooled_database database;
     std::string url;
     store_type store;
 

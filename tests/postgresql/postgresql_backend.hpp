@@ -1,8 +1,9 @@
 #pragma once
 // The conformance fixture (tests/conformance/backend.hpp) for the PostgreSQL backend: every
-// fixture object gets a fresh database, copied from a template that is migrated once per program
-// and holds the business table. The store reaches it by a Route (store_route.hpp): directly, or
-// through PgBouncer for the topology tests; inspection always connects directly.
+// fixture object gets an empty database, copied from a template that is migrated once per program
+// and holds the business table, or emptied after an earlier fixture (support/database_pool.hpp).
+// The store reaches it by a Route (store_route.hpp): directly, or through PgBouncer for the
+// topology tests; inspection always connects directly.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "conformance/backend.hpp"
 #include "pg_test_support.hpp"
 #include "store_route.hpp"
+#include "support/database_pool.hpp"
 #include "seqinbox/postgresql/store.hpp"
 
 namespace seqinbox::conformance {
@@ -34,13 +36,27 @@ inline const std::string& template_database() {
     return name;
 }
 
-inline std::string fresh_database() {
+inline std::string new_database() {
     static std::atomic<int> counter{0};
-    const std::string& source = template_database();
     const std::string name = "conformance_" + std::to_string(++counter);
     soci::session admin(soci::postgresql, test::pg_server::shared().conninfo());
-    admin << "CREATE DATABASE " + name + " TEMPLATE " + source;
+    admin << "CREATE DATABASE " + name + " TEMPLATE " + template_database();
     return test::pg_server::shared().conninfo(name);
+}
+
+inline void empty_database(const std::string& conninfo) {
+    soci::session s(soci::postgresql, conninfo);
+    s << "SET lock_timeout = '5s'";
+    // DELETE, not TRUNCATE: the tables are tiny, and TRUNCATE makes new files for each.
+    s << "DELETE FROM sequential_inbox_idempotence; DELETE FROM sequenced_message; DELETE FROM sequence_instance;"
+         " DELETE FROM seqinbox_job_lease; DELETE FROM business;"
+         " SELECT setval(pg_get_serial_sequence('sequence_instance', 'id'), 1, false),"
+         " setval(pg_get_serial_sequence('sequenced_message', 'id'), 1, false)";
+}
+
+inline test::database_pool& databases() {
+    static test::database_pool pool(new_database, empty_database);
+    return pool;
 }
 
 template <class Route>
@@ -63,8 +79,12 @@ struct basic_postgresql_backend : fixture_parts<postgresql::store> {
     using store_type = postgresql::store;
 
     basic_postgresql_backend()
-        : conninfo(detail::fresh_database()), store(detail::fixture_options<Route>(conninfo)), admin(soci::postgresql, conninfo) {}
+        : database(detail::databases()),
+          conninfo(database.connection()),
+          store(detail::fixture_options<Route>(conninfo)),
+          admin(soci::postgresql, conninfo) {}
 
+    test::pooled_database database;
     std::string conninfo;  // direct
     store_type store;
 

@@ -150,7 +150,7 @@ public:
     bool allows(const pass_time& p) const { return p.span < 2 && used_.time_jumps < limits_.time_jumps; }
 
     bool allows(const step& s) const {
-        return std::visit([this](const auto& k) { return allows(k); }, s);
+        return std::visit([&](const auto& k) { return allows(k); }, s);
     }
 
     const scenario& setup() const noexcept { return scenario_; }
@@ -162,7 +162,7 @@ private:
         const std::size_t open_before = store_.open_transaction_count();
         const std::string before = options_.trace ? trace_text<simulation>::describe_step(*this, s) : std::string();
         if (options_.trace) subjects_.push_back(trace_text<simulation>::subject(*this, s));
-        std::visit([this](const auto& k) { apply(k); }, s);
+        std::visit([&](const auto& k) { apply(k); }, s);
         forget_derived_state();
         applied_.push_back(s);
         ++counts_["steps"];
