@@ -194,6 +194,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery, Ba
     for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::not_supported>(script);
 }
 
+// The differential under the other propagations and the other claim: SEQINBOX_CONFORMANCE_ONE_DIFFERENTIAL
+// leaves them out of a sanitized tree, whose sanitizers see the same code run by the case above;
+// CI runs them in its optimised tree (tests/postgresql/CMakeLists.txt).
+#ifndef SEQINBOX_CONFORMANCE_ONE_DIFFERENTIAL
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_under_required, Backend, backends) {
     for (const auto& script : conf::batch_scripts()) conf::expect_batches_agree<Backend, si::propagation::required>(script);
 }
@@ -209,6 +213,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_batch_outcome_equals_one_by_one_delivery_wit
         conf::expect_batches_agree<Backend, si::propagation::requires_new, si::claim::check_then_insert>(script);
     }
 }
+#endif
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_duplicate_within_a_batch_is_skipped, Backend, backends) {
     Backend b;

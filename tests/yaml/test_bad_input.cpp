@@ -24,7 +24,9 @@ void expect_one_problem(const std::string& text, const std::string& fragment) {
     const auto start = std::chrono::steady_clock::now();
     const auto problems = seqinbox::yaml::bind_names(seqinbox::yaml::parse_string(text, "bad.yaml"), app_registry()).messages();
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    BOOST_TEST(elapsed.count() < 10000);
+    // A guard against work that multiplies (10^9 nodes would take hours), not a speed target: the
+    // sanitized tree at -O0 on a loaded CI machine took 11 s to reject the alias case.
+    BOOST_TEST(elapsed.count() < 60000);
     BOOST_TEST_REQUIRE(problems.size() == 1u, problems.size() << " problems; first: " << (problems.empty() ? "" : problems[0]));
     BOOST_TEST(problems[0].find(fragment) != std::string::npos, problems[0]);
     BOOST_TEST(problems[0].starts_with("bad.yaml:"));
