@@ -19,7 +19,14 @@
 #include "relay/http_client.hpp"
 #include "relay/relay_process.hpp"
 #include "relay/relay_world.hpp"
+#include "seqinbox/clock/manual_clock.hpp"
+#include "seqinbox/inbox.hpp"
+#include "seqinbox/mariadb/inbox.hpp"
 #include "seqinbox/mariadb/migrate.hpp"
+#include "seqinbox/mariadb/store.hpp"
+#include "seqinbox/memory/error_sink.hpp"
+#include "seqinbox/memory/source.hpp"
+#include "support/world.hpp"
 
 namespace si = seqinbox;
 using namespace seqinbox::test;
@@ -93,6 +100,23 @@ struct mariadb_relay_world {
     si::testing::mock_cluster cluster;
     std::filesystem::path dir;
 };
+
+struct manual_clock_policies : si::default_policies {
+    using clock = si::clock::manual_clock;
+};
+
+/// Stores `type` WAITING for its predecessors in an instance of `context` created two days ago,
+/// so past its 24 h retention.
+void buffer_in_expired_instance(const std::string& url, const std::string& type, const std::string& id, const std::string& context) {
+    si::mariadb::store store({.url = url, .pool_size = 2});
+    si::memory::source source;
+    si::memory::error_sink sink;
+    si::clock::manual_clock clock(std::chrono::system_clock::now() - std::chrono::hours(48));
+    si::mariadb::inbox<si::memory::source, si::memory::error_sink, manual_clock_policies> inbox(store, source, sink,
+                                                                                                si::testing::order_declarations(), {.clock = clock});
+    for (const auto& m : inbox.declared().sequences.front().messages) inbox.on(m.qualified_type(), [](auto&&, auto&&) {});
+    BOOST_TEST_REQUIRE(to_string(inbox.deliver(si::testing::record(type, id, context)).outcome) == "buffered");
+}
 
 }  // namespace
 
@@ -168,4 +192,27 @@ BOOST_AUTO_TEST_CASE(a_pooler_with_a_mariadb_url_is_refused) {
                                  " --bootstrap-servers 127.0.0.1:1 --dead-letter-topic dlq --pooler transaction");
     BOOST_TEST(refused.exit_code == 1, refused.output);
     BOOST_TEST(contains(refused.output, "--pooler is for PostgreSQL"), refused.output);
+}
+
+/// `seqinbox housekeep --once` on MariaDB: the WAITING message of an expired instance reaches the
+/// dead-letter topic, then the instance is removed; a second run finds nothing.
+BOOST_AUTO_TEST_CASE(housekeep_once_forwards_waiting_messages_before_removing_expired_instances) {
+    mariadb_relay_world world;
+    buffer_in_expired_instance(world.url, "OrderValidated", "v1", "o1");
+    const std::string base = "housekeep --once --database " + shell_quote(world.url) + " --bootstrap-servers " +
+                             world.cluster.bootstraps() + " --dead-letter-topic " + dead_letters +
+                             " --producer-property log_level=0 --removal-delay 0s";
+    const auto run = run_cli(base);
+    BOOST_TEST(run.exit_code == 0, run.output);
+    BOOST_TEST(contains(run.output, "instances marked expired   1"), run.output);
+    BOOST_TEST(contains(run.output, "expired instances removed  1"), run.output);
+    BOOST_TEST(contains(run.output, "waiting messages forwarded 1"), run.output);
+    const auto forwarded = world.cluster.read_all(dead_letters, 1, 1);
+    BOOST_TEST_REQUIRE(forwarded.size() == 1u);
+    BOOST_TEST(forwarded.front().value == "OrderValidated:v1");
+    BOOST_TEST(world.count("SELECT count(*) FROM sequence_instance") == 0);
+
+    const auto again = run_cli(base + " --json");
+    BOOST_TEST(again.exit_code == 0, again.output);
+    BOOST_TEST(contains(again.output, "\"expired_removed\":0"), again.output);
 }
