@@ -41,10 +41,17 @@ if(TARGET seqinbox::postgresql)
   list(APPEND _seqinbox_runtime libsoci-core4.0 libsoci-postgresql4.0 libpq5)
   list(APPEND _seqinbox_development libsoci-dev libpq-dev)
 endif()
+# The program opens a mariadb:// database with the MariaDB store when the build has it.
+if(TARGET seqinbox::mariadb)
+  list(APPEND _seqinbox_runtime libsoci-core4.0 libsoci-mysql4.0 libmariadb3)
+  list(APPEND _seqinbox_development libsoci-dev libmariadb-dev)
+endif()
 if(TARGET seqinbox::kafka)
   list(APPEND _seqinbox_runtime librdkafka1)
   list(APPEND _seqinbox_development librdkafka-dev)
 endif()
+list(REMOVE_DUPLICATES _seqinbox_runtime)
+list(REMOVE_DUPLICATES _seqinbox_development)
 list(JOIN _seqinbox_development ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
 # dpkg-shlibdeps (package dpkg-dev) reads the program's dependencies, with versions, off the
 # binary; without it the list above stands in.

@@ -7,15 +7,17 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
+#include "database_flag.hpp"
 #include "json.hpp"
+#include "open_store.hpp"
 #include "options.hpp"
 #include "pooler_flag.hpp"
 #include "service_flags.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/kafka/dead_letter_sink.hpp"
 #include "seqinbox/logger/stream_logger.hpp"
-#include "seqinbox/postgresql/store.hpp"
 #include "seqinbox/yaml/loader.hpp"
 
 namespace seqinbox::cli {
@@ -33,7 +35,7 @@ constexpr std::string_view usage_text =
     "\n"
     "options:\n"
     "  --once                    required: run once and exit\n"
-    "  --postgres CONNINFO       libpq connection string of the inbox database\n"
+    SEQINBOX_DATABASE_FLAG_HELP
     SEQINBOX_POOLER_FLAG_HELP
     "  --dead-letter-topic TOPIC topic receiving the WAITING messages of removed instances\n"
     "  --declarations FILE       YAML declarations whose deduplicationWindow values apply (other\n"
@@ -60,7 +62,7 @@ std::optional<housekeep_call> parse(std::span<const std::string_view> args) {
         }
         if (r.flag("--once")) call.once = true;
         else if (r.flag("--json")) call.json = true;
-        else if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        else if (read_database_flag(r, call.conninfo)) continue;
         else if (read_pooler_flag(r, call.pooler)) continue;
         else if (auto v = r.value("--dead-letter-topic")) call.dead_letter_topic = std::string(*v);
         else if (auto v = r.value("--declarations")) call.declarations = std::string(*v);
@@ -118,14 +120,15 @@ int housekeep_command(std::span<const std::string_view> args) {
             yaml::load_file(call->declarations, yaml::registry<std::string>{}, {.assume_registered = true}));
     kafka::properties producer = call->producer;
     producer.insert_or_assign("bootstrap.servers", call->bootstrap_servers);
-    postgresql::store store({.conninfo = call->conninfo, .pool_size = 2, .through = call->pooler});
     kafka::dead_letter_sink sink({.producer = producer, .topic = call->dead_letter_topic});
-    basic_housekeeper<postgresql::store, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger> housekeeper(
-        store, sink, housekeeping, {}, logger::stream_logger(std::cerr));
-    const auto report = housekeeper.run_once();
-    if (call->json) print_json(report);
-    else print_text(report);
-    return exit_ok;
+    return on_store(call->conninfo, call->pooler, 2, [&](auto& store) {
+        basic_housekeeper<std::remove_reference_t<decltype(store)>, kafka::dead_letter_sink, clock::system_clock, logger::stream_logger>
+            housekeeper(store, sink, housekeeping, {}, logger::stream_logger(std::cerr));
+        const auto report = housekeeper.run_once();
+        if (call->json) print_json(report);
+        else print_text(report);
+        return exit_ok;
+    });
 }
 
 }  // namespace seqinbox::cli

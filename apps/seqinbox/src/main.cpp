@@ -47,7 +47,7 @@ constexpr std::array subcommands{
                "seqinbox validate --help"},
 #endif
 #ifdef SEQINBOX_CLI_HAS_POSTGRESQL
-    subcommand{"migrate", "bring a PostgreSQL database to this build's schema version", migrate_command,
+    subcommand{"migrate", "bring a PostgreSQL or MariaDB database to this build's schema version", migrate_command,
                "seqinbox migrate --help"},
     subcommand{"status", "instances and messages per state and type", status_command, "seqinbox status --help"},
     subcommand{"sequences", "list expired or expiring instances", sequences_command, "seqinbox sequences --help"},

@@ -10,18 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "database_flag.hpp"
 #include "json.hpp"
+#include "open_store.hpp"
 #include "options.hpp"
 #include "pooler_flag.hpp"
 #include "seqinbox/error.hpp"
-#include "seqinbox/postgresql/store.hpp"
 
 namespace seqinbox::cli {
 
 namespace {
 
 constexpr std::string_view connection_help =
-    "  --postgres CONNINFO  libpq connection string of the inbox database\n"
+    "  --postgres CONNINFO  the inbox database: a libpq connection string, or (the same flag as\n"
+    "  --database URL       --postgres) mariadb://user:password@host:port/database for MariaDB\n"
     "  --pooler MODE        transaction: through PgBouncer in transaction pooling mode; none: directly (default)\n"
     "  --json               one JSON document instead of a table\n";
 
@@ -47,7 +49,8 @@ std::optional<invocation> parse(std::span<const std::string_view> args, std::str
             std::cout << usage;
             return std::nullopt;
         }
-        if (auto v = r.value("--postgres")) call.conninfo = std::string(*v);
+        std::string database;
+        if (read_database_flag(r, database)) call.conninfo = std::move(database);
         else if (read_pooler_flag(r, call.pooler)) continue;
         else if (r.flag("--json")) call.json = true;
         else if (extra && extra(r)) continue;
@@ -61,14 +64,10 @@ std::optional<invocation> parse(std::span<const std::string_view> args, std::str
 }
 
 /// Runs `body` on a store of one connection; seqinbox errors become exit 1 with the reason.
-int with_store(std::string_view command, const invocation& call, const std::function<int(postgresql::store&)>& body) {
+template <class Body>
+int with_store(std::string_view command, const invocation& call, Body&& body) {
     try {
-        postgresql::store_options options;
-        options.conninfo = *call.conninfo;
-        options.through = call.pooler;
-        options.pool_size = 2;
-        postgresql::store store(options);
-        return body(store);
+        return on_store(*call.conninfo, call.pooler, 2, body);
     } catch (const seqinbox::error& e) {
         std::cerr << "seqinbox " << command << ": " << to_string(e.category()) << ": " << e.what() << '\n';
         return exit_check_failed;
@@ -130,7 +129,7 @@ int status_command(std::span<const std::string_view> args) {
                               std::string(connection_help) + std::string(exit_help);
     const auto call = parse(args, "status", usage, 0);
     if (!call) return exit_ok;
-    return with_store("status", *call, [&](postgresql::store& store) {
+    return with_store("status", *call, [&](auto& store) {
         const auto instances = store.instance_counts();
         const auto messages = store.message_counts();
         if (call->json) {
@@ -170,7 +169,7 @@ int sequences_command(std::span<const std::string_view> args) {
     });
     if (!call) return exit_ok;
     if (!expired) throw usage_error("seqinbox sequences: give --expired or --expiring");
-    return with_store("sequences", *call, [&](postgresql::store& store) {
+    return with_store("sequences", *call, [&](auto& store) {
         const auto now = std::chrono::system_clock::now();
         print_instances(*expired ? store.expired_instances(now, limit) : store.expiring_instances(now, share, limit), call->json);
         return int(exit_ok);
@@ -227,7 +226,7 @@ int show_command(std::span<const std::string_view> args) {
         return true;
     });
     if (!call) return exit_ok;
-    return with_store("show", *call, [&](postgresql::store& store) {
+    return with_store("show", *call, [&](auto& store) {
         const auto view = store.view_instance(call->positional[0], call->positional[1], page);
         if (!view) {
             std::cerr << "seqinbox show: no instance of sequence '" << call->positional[0] << "' for context id '" << call->positional[1] << "'\n";
@@ -264,7 +263,7 @@ int message_request(std::span<const std::string_view> args, std::string_view com
     if (by_key && !(type && idempotence_id)) throw usage_error("seqinbox " + name + ": give both --type and --idempotence-id");
     if (by_key == !call->positional.empty()) throw usage_error("seqinbox " + name + ": give a MESSAGE_ID or --type and --idempotence-id, not both");
     const auto id = by_key ? 0 : id_argument(command, call->positional[0]);
-    return with_store(command, *call, [&](postgresql::store& store) {
+    return with_store(command, *call, [&](auto& store) {
         const auto now = std::chrono::system_clock::now();
         if (by_key)
             return report_request(command, request_message_action(store, claim_key{*type, *idempotence_id}, action, now),
@@ -277,7 +276,7 @@ int instance_request(std::span<const std::string_view> args, std::string_view co
     const auto call = parse(args, command, request_usage(command, "INSTANCE_ID", ""), 1);
     if (!call) return exit_ok;
     const auto id = id_argument(command, call->positional[0]);
-    return with_store(command, *call, [&](postgresql::store& store) {
+    return with_store(command, *call, [&](auto& store) {
         return report_request(command, store.request_instance_action(id, action, std::chrono::system_clock::now()),
                               "instance " + std::to_string(id));
     });

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "database_flag.hpp"
 #include "options.hpp"
 #include "pooler_flag.hpp"
 #include "service_flags.hpp"
@@ -29,7 +30,7 @@ constexpr std::string_view usage_text =
     "\n"
     "options:\n"
     "  --declarations FILE       YAML sequence declarations (built-in extractors only)\n"
-    "  --postgres CONNINFO       libpq connection string of a database migrated with `seqinbox migrate`\n"
+    SEQINBOX_DATABASE_FLAG_HELP
     SEQINBOX_POOLER_FLAG_HELP
     "  --dead-letter-topic TOPIC topic of failed deliveries, on the default cluster\n"
     "  --input-topic TOPIC       topic of the message types whose declaration names none\n"
@@ -42,7 +43,7 @@ constexpr std::string_view usage_text =
     "  --idempotence-header NAME header carrying the idempotence id (default idempotence-id)\n"
     "  --threads N               consumer threads (default 1)\n"
     "  --batch-size N            records a consumer thread decides in one transaction (default 250;\n"
-    "                            clamped to what PostgreSQL's lock table lets one transaction hold)\n"
+    "                            on PostgreSQL clamped to what its lock table lets one transaction hold)\n"
     "  --batch-linger D          how long a batch waits for more records after its first (default 5ms)\n"
     "  --actions-every D         pending-action job interval (default 10s)\n"
     "  --action-page-size N      instances per page of that job (default 100)\n"
@@ -74,7 +75,7 @@ log_level level_named(std::string_view text) {
 bool read_relay_flag(option_reader& r, run_call& call) {
     auto& o = call.options;
     if (auto v = r.value("--declarations")) o.declarations = std::string(*v);
-    else if (auto v = r.value("--postgres")) o.conninfo = std::string(*v);
+    else if (read_database_flag(r, o.conninfo)) return true;
     else if (read_pooler_flag(r, o.pooler)) return true;
     else if (auto v = r.value("--dead-letter-topic")) o.dead_letter_topic = std::string(*v);
     else if (auto v = r.value("--input-topic")) o.input_topic = std::string(*v);

@@ -1,6 +1,7 @@
 #pragma once
 // The relay service behind `seqinbox run`, for teams that write no C++: it consumes the topics a
-// YAML declaration names, decides every record with the inbox on PostgreSQL, and publishes each
+// YAML declaration names, decides every record with the inbox on PostgreSQL or MariaDB (the store
+// the connection string names: a mariadb:// URL or a libpq conninfo), and publishes each
 // released message, in the declared order per context and once per logical message, to the
 // output topic of its sequence, keeping the original key, value and headers (the type and
 // idempotence-id headers included). Failed deliveries go to the dead-letter topic. It serves
@@ -47,10 +48,11 @@ struct relay_options {
     /// The YAML sequence declarations (docs/declarations.md); only built-in extractors and resolvers. A type
     /// without `missingContextId` dead-letters records without a context id (the library handles them).
     std::filesystem::path declarations{};
-    /// libpq connection string of a database migrated with `seqinbox migrate`.
+    /// The database, migrated with `seqinbox migrate`: a libpq connection string, or
+    /// mariadb://user:password@host:port/database for the MariaDB store (seqinbox/mariadb/store.hpp).
     std::string conninfo{};
     /// postgresql::pooler::transaction when conninfo reaches PostgreSQL through PgBouncer in
-    /// transaction mode (`--pooler transaction`).
+    /// transaction mode (`--pooler transaction`). PostgreSQL's only: refused with a MariaDB URL.
     postgresql::pooler pooler = postgresql::pooler::none;
     /// Consumer properties per cluster; the cluster named "" is the default one and is required:
     /// the output and dead-letter topics live there. group.id defaults to "seqinbox-relay".
@@ -79,7 +81,7 @@ struct relay_options {
     /// window of repeats after a crash of at most that many records per thread; Kafka's own
     /// max.poll.records is 500. A batch_size larger than one transaction may decide within the
     /// server's lock table (postgresql::store::max_batch_records) is clamped to it, with a line in
-    /// the log at start.
+    /// the log at start. The MariaDB store has no such limit: nothing is clamped there.
     std::size_t batch_size = 250;
     std::chrono::milliseconds batch_linger{5};
     /// Port of /metrics, /healthz, the operator API and console; 0 picks a free one (see http_port()).
@@ -105,9 +107,13 @@ struct relay_options {
 /// The output topic of `sequence` under `options`.
 std::string output_topic_of(const relay_options& options, const std::string& sequence);
 
+namespace detail {
+class relay_service;
+}
+
 class relay {
 public:
-    /// Loads and validates the declarations, connects to PostgreSQL (checking the schema),
+    /// Loads and validates the declarations, connects to the database (checking the schema),
     /// creates the Kafka clients and listens on the HTTP port. Throws seqinbox::error naming
     /// what is wrong (every declaration problem at once, the unreachable database, the port).
     /// Decisions, job runs and errors are logged to `log`, one line each.
@@ -131,8 +137,8 @@ public:
     std::pair<bool, std::string> health() const;
 
 private:
-    class impl;
-    std::unique_ptr<impl> impl_;
+    std::unique_ptr<detail::relay_service> impl_;  // on the store conninfo names
+
 };
 
 }  // namespace seqinbox::relay
