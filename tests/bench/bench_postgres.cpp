@@ -70,6 +70,7 @@
 #include <soci/soci.h>
 
 #include "bench/inbox_workers.hpp"
+#include "bench/pg_settings.hpp"
 #include "pgbouncer/pgbouncer_server.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "seqinbox/declare/condition.hpp"
