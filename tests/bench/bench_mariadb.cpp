@@ -14,7 +14,9 @@
 // fresh key of a random existing instance, COMMIT: 3 round trips and one durable commit. Per
 // batch: BEGIN, one claim insert of batch_size keys, COMMIT. It stores no message row, where the
 // inbox stores a PROCESSED row per delivery in a transaction of its own (a second commit).
-// Each thread count runs --rounds rounds (default 5), a round being the inbox then the baseline
+// Per delivery and per store call, the round trips (rt_<call>) and microseconds (us_<call>) of a
+// one-thread run, as bench_postgres prints them: t1_ is the claim transaction, t2_ the transaction
+// of its own that stores the PROCESSED row. Each thread count runs --rounds rounds (default 5), a round being the inbox then the baseline
 // for --seconds seconds each (default 3) or --deliveries deliveries; figures are medians, ratios
 // (inbox_vs_baseline_N, batch_vs_baseline_N) medians of the per-round ratios. --quick: one round
 // of 60 deliveries, for the CTest smoke run.
@@ -46,6 +48,7 @@
 
 #include "bench/bench_support.hpp"
 #include "bench/inbox_workers.hpp"
+#include "bench/traced_store.hpp"
 #include "mariadb/mariadb_server.hpp"
 #include "seqinbox/mariadb/migrate.hpp"
 #include "seqinbox/mariadb/store.hpp"
@@ -373,6 +376,7 @@ void run(const options& o) {
     print("rounds", static_cast<double>(o.rounds));
     const auto [single_trips, single_rate] = compare(s, unit::context, 1);
     print("round_trips_per_delivery", single_trips);
+    bench::print_breakdown(store, o.quick ? 5 : 300, s.total);
     print("round_trips_per_delivery_4", compare(s, unit::context, 4).first);
     print("baseline_round_trips_per_transaction", 3.0);  // BEGIN, the claim insert, COMMIT
     const auto [batch_trips, batch_rate] = compare(s, unit::batch, 1);
