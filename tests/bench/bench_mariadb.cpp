@@ -65,42 +65,6 @@ using bench::require;
 using bench::tally;
 using bench::unit;
 
-struct options : bench::run_length {
-    std::string url;
-    bool throwaway_server = false;
-    bool quick = false;
-    std::size_t rounds = 5;
-};
-
-constexpr const char* usage =
-    "usage: bench_mariadb (--url mariadb://user:pw@host:port/db | --throwaway-server) [--seconds N | --deliveries N]"
-    " [--rounds N] [--quick]\n";
-
-options parse_options(int argc, char** argv) {
-    options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (arg == "--url" && has_value) o.url = argv[++i];
-        else if (arg == "--seconds" && has_value) o.seconds = bench::positive_number(arg, argv[++i]);
-        else if (arg == "--deliveries" && has_value) o.deliveries = bench::positive_number(arg, argv[++i]);
-        else if (arg == "--rounds" && has_value) o.rounds = bench::positive_number(arg, argv[++i]);
-        else if (arg == "--quick") o.quick = true;
-        else if (arg == "--throwaway-server") o.throwaway_server = true;
-        else throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
-    }
-    if (o.url.empty() == !o.throwaway_server) throw std::invalid_argument("give exactly one of --url and --throwaway-server");
-    if (o.quick) {
-        o.rounds = 1;
-        if (o.deliveries == 0) o.deliveries = 60;
-    }
-    return o;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The server and the scratch database
-// ---------------------------------------------------------------------------------------------
-
 std::string percent_decoded(std::string_view s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -131,6 +95,43 @@ std::string soci_connect(const std::string& url, const std::string& db) {
     if (colon != std::string_view::npos) out += " password='" + percent_decoded(user_info.substr(colon + 1)) + "'";
     return db.empty() ? out : out + " db=" + db;
 }
+
+struct options : bench::run_length {
+    std::string url;
+    bool throwaway_server = false;
+    bool quick = false;
+    std::size_t rounds = 5;
+};
+
+constexpr const char* usage =
+    "usage: bench_mariadb (--url mariadb://user:pw@host:port/db | --throwaway-server) [--seconds N | --deliveries N]"
+    " [--rounds N] [--quick]\n";
+
+options parse_options(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--url" && has_value) o.url = argv[++i];
+        else if (arg == "--seconds" && has_value) o.seconds = bench::positive_number(arg, argv[++i]);
+        else if (arg == "--deliveries" && has_value) o.deliveries = bench::positive_number(arg, argv[++i]);
+        else if (arg == "--rounds" && has_value) o.rounds = bench::positive_number(arg, argv[++i]);
+        else if (arg == "--quick") o.quick = true;
+        else if (arg == "--throwaway-server") o.throwaway_server = true;
+        else throw std::invalid_argument("unknown or incomplete argument '" + std::string(arg) + "'");
+    }
+    if (o.url.empty() == !o.throwaway_server) throw std::invalid_argument("give exactly one of --url and --throwaway-server");
+    if (!o.url.empty()) soci_connect(o.url, "");  // refuses a url of another form, before anything starts
+    if (o.quick) {
+        o.rounds = 1;
+        if (o.deliveries == 0) o.deliveries = 60;
+    }
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server and the scratch database
+// ---------------------------------------------------------------------------------------------
 
 /// A database of its own on the server of `url`, dropped by the destructor.
 class scratch_database {
