@@ -84,6 +84,7 @@
 #include <soci/soci.h>
 
 #include "bench/inbox_workers.hpp"
+#include "bench/pg_settings.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "seqinbox/clock/system_clock.hpp"
 #include "seqinbox/housekeeper.hpp"

@@ -70,6 +70,8 @@
 #include <soci/soci.h>
 
 #include "bench/inbox_workers.hpp"
+#include "bench/pg_settings.hpp"
+#include "bench/traced_store.hpp"
 #include "pgbouncer/pgbouncer_server.hpp"
 #include "postgresql/pg_test_support.hpp"
 #include "seqinbox/declare/condition.hpp"
@@ -84,7 +86,6 @@
 namespace {
 
 namespace pg = seqinbox::postgresql;
-using clock_type = std::chrono::steady_clock;
 using seqinbox::test::count;
 
 using seqinbox::bench::batch_size;
@@ -94,6 +95,7 @@ using seqinbox::bench::check_failed;
 using seqinbox::bench::measure_inbox;
 using seqinbox::bench::median;
 using seqinbox::bench::positive_number;
+using seqinbox::bench::print_breakdown;
 using seqinbox::bench::print_server_settings;
 using seqinbox::bench::require;
 using seqinbox::bench::require_all_processed;
@@ -105,10 +107,6 @@ using seqinbox::bench::worker;
 void print(std::string_view name, double value) {
     std::printf("%.*s %.6g\n", static_cast<int>(name.size()), name.data(), value);
     std::fflush(stdout);
-}
-
-double seconds_since(clock_type::time_point from) {
-    return std::chrono::duration<double>(clock_type::now() - from).count();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -243,168 +241,6 @@ private:
     std::string admin_;
     std::string name_;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Round trips per step: a store decorator for the breakdown run (one thread only)
-// ---------------------------------------------------------------------------------------------
-
-/// What the store calls of one step cost in total.
-struct step_cost {
-    std::uint64_t round_trips = 0;
-    double seconds = 0;  ///< wall time inside the calls: client, network and server
-};
-
-/// Forwards to a postgresql::store and adds what each call cost to the step named after it:
-/// "t1_<op>" in the claim transaction, "t2_<op>" in a transaction begun while another is open
-/// (a requires_new step).
-class traced_store {
-public:
-    class transaction;
-
-    explicit traced_store(pg::store& inner) : inner_(&inner) {}
-
-    transaction begin();
-
-    seqinbox::sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
-                                                       seqinbox::timestamp created_at, seqinbox::timestamp retain_until) {
-        return counted("create_or_get_instance",
-                       [&] { return inner_->create_or_get_instance(sequence, context_id, created_at, retain_until); });
-    }
-    void forget_instance(seqinbox::instance_id id) { inner_->forget_instance(id); }
-
-    seqinbox::stored_as store_message(const seqinbox::message_record& row) {
-        return counted("t2_store_message", [&] { return inner_->store_message(row); });
-    }
-
-    seqinbox::stored_as store_message_beside(transaction& claim, const seqinbox::message_record& row);
-
-    const std::map<std::string, step_cost>& steps() const noexcept { return steps_; }
-
-    template <class Call>
-    std::invoke_result_t<Call> counted(const std::string& step, Call&& call) {
-        struct add_on_exit {
-            traced_store& self;
-            const std::string& step;
-            std::uint64_t round_trips = self.inner_->statistics().round_trips;
-            clock_type::time_point started = clock_type::now();
-            ~add_on_exit() {
-                step_cost& cost = self.steps_[step];
-                cost.seconds += seconds_since(started);
-                cost.round_trips += self.inner_->statistics().round_trips - round_trips;
-            }
-        } add{*this, step};
-        return call();
-    }
-
-private:
-    pg::store* inner_;
-    std::map<std::string, step_cost> steps_;
-    int open_ = 0;
-};
-
-class traced_store::transaction {
-public:
-    seqinbox::claim_result claim(const seqinbox::claim_request& request) {
-        return traced("claim", [&] { return inner().claim(request); });
-    }
-    void delete_claim(const seqinbox::claim_key& key) {
-        traced("delete_claim", [&] { inner().delete_claim(key); });
-    }
-    std::vector<seqinbox::message_record> find_messages(const seqinbox::claim_key& key) {
-        return traced("find_messages", [&] { return inner().find_messages(key); });
-    }
-    seqinbox::instance_lock lock_instance(seqinbox::instance_id instance) {
-        return traced("lock_instance", [&] { return inner().lock_instance(instance); });
-    }
-    std::vector<seqinbox::message_record> waiting_messages(seqinbox::instance_id instance,
-                                                           std::span<const std::string> types) {
-        return traced("waiting_messages", [&] { return inner().waiting_messages(instance, types); });
-    }
-    seqinbox::stored_as store_message(const seqinbox::message_record& row) {
-        return traced("store_message", [&] { return inner().store_message(row); });
-    }
-    void update_message_state(seqinbox::message_id id, seqinbox::message_state state, seqinbox::timestamp now) {
-        traced("update_message_state", [&] { inner().update_message_state(id, state, now); });
-    }
-    void close_instance(seqinbox::instance_id instance, seqinbox::timestamp now) {
-        traced("close_instance", [&] { inner().close_instance(instance, now); });
-    }
-    pg::store::savepoint_id savepoint() {
-        return traced("savepoint", [&] { return inner().savepoint(); });
-    }
-    void rollback_to(pg::store::savepoint_id point) {
-        traced("rollback_to", [&] { inner().rollback_to(point); });
-    }
-    void commit() {
-        traced("commit", [&] { inner().commit(); });
-    }
-    void rollback() {
-        traced("rollback", [&] { inner().rollback(); });
-    }
-    bool active() const noexcept { return state_ && state_->inner && state_->inner->active(); }
-
-private:
-    friend class traced_store;
-
-    /// The wrapped transaction; its end (a rollback when neither commit() nor rollback() ran)
-    /// is counted as "<label>_end".
-    struct state {
-        traced_store* owner;
-        std::string label;
-        std::optional<pg::store::transaction> inner;
-        ~state() {
-            owner->counted(label + "_end", [this] { inner.reset(); });
-            --owner->open_;
-        }
-    };
-
-    explicit transaction(std::unique_ptr<state> s) : state_(std::move(s)) {}
-
-    pg::store::transaction& inner() { return *state_->inner; }
-
-    template <class Call>
-    std::invoke_result_t<Call> traced(const char* op, Call&& call) {
-        return state_->owner->counted(state_->label + "_" + op, std::forward<Call>(call));
-    }
-
-    std::unique_ptr<state> state_;
-};
-
-traced_store::transaction traced_store::begin() {
-    const std::string label = open_ > 0 ? "t2" : "t1";
-    ++open_;  // the state's destructor takes it back, also when begin() fails
-    std::unique_ptr<transaction::state> s(new transaction::state{this, label, std::nullopt});
-    counted(label + "_begin", [&] { s->inner.emplace(inner_->begin()); });
-    return transaction(std::move(s));
-}
-
-seqinbox::stored_as traced_store::store_message_beside(transaction& claim, const seqinbox::message_record& row) {
-    return counted("t2_store_message", [&] { return inner_->store_message_beside(claim.inner(), row); });
-}
-
-static_assert(seqinbox::store_policy<traced_store>);
-
-/// Runs `contexts` contexts on one thread through a traced store and prints, per delivery and
-/// per store call, the round trips (rt_<step>) and the microseconds spent in it (us_<step>), then
-/// the time spent outside the store (engine, listener, pool waits excluded: one thread).
-void print_breakdown(pg::store& store, std::size_t contexts, tally& total) {
-    traced_store traced(store);
-    worker<traced_store> one(traced, "trace");
-    const auto started = clock_type::now();
-    for (std::size_t i = 0; i < contexts; ++i) one.deliver_next_context();
-    const double elapsed = seconds_since(started);
-    require(one.error_sink_size() == 0, "breakdown: the error sink is not empty");
-    total += one.done();
-    const auto deliveries = static_cast<double>(one.done().deliveries);
-    double inside = 0;
-    for (const auto& [step, cost] : traced.steps()) {
-        print("rt_" + step, static_cast<double>(cost.round_trips) / deliveries);
-        print("us_" + step, cost.seconds * 1e6 / deliveries);
-        inside += cost.seconds;
-    }
-    print("us_outside_store", (elapsed - inside) * 1e6 / deliveries);
-    print("us_per_delivery", elapsed * 1e6 / deliveries);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The pgbench baseline

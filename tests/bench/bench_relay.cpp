@@ -58,6 +58,7 @@
 
 #include "bench/bench_support.hpp"
 #include "bench/inbox_workers.hpp"
+#include "bench/pg_settings.hpp"
 #include "bench/relay_breakdown.hpp"
 #include "bench/scattered_batches.hpp"
 #include "kafka/mock_cluster.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// The inbox workload of the PostgreSQL benchmarks (bench_postgres, bench_relay): workers, one
-// inbox each on a shared store, delivering fresh contexts of a 3-type chain one by one or in
+// The inbox workload of the store benchmarks (bench_postgres, bench_relay, bench_housekeeping,
+// bench_mariadb): workers, one inbox each on a shared store, delivering fresh contexts of a 3-type chain one by one or in
 // batches of batch_size records (every other context in reverse declared order, every fifth
 // message twice), and the measured run of several of them on threads of their own.
 #include <algorithm>
@@ -15,15 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include <soci/postgresql/soci-postgresql.h>
-#include <soci/soci.h>
-
 #include "bench/bench_support.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/inbox.hpp"
 #include "seqinbox/memory/error_sink.hpp"
 #include "seqinbox/memory/source.hpp"
-#include "seqinbox/postgresql/store.hpp"
 #include "support/world.hpp"
 
 namespace seqinbox::bench {
@@ -207,7 +203,9 @@ constexpr std::size_t warmup_contexts = 20;  // per worker: connections opened, 
 
 /// Warms the workers up, then measures `threads` of them delivering until the stop rule.
 /// `total` accumulates everything delivered, warm-up included, for the final verification.
-inline run_result measure_inbox(postgresql::store& store, std::size_t threads, const std::string& run_name, const run_length& o,
+/// Store: any store whose statistics() count its round_trips.
+template <class Store>
+run_result measure_inbox(Store& store, std::size_t threads, const std::string& run_name, const run_length& o,
                          tally& total, unit u = unit::context) {
     auto w = make_workers(store, threads, run_name);
     run_until(w, stop_rule{std::nullopt, warmup_contexts}, u);
@@ -231,15 +229,6 @@ inline void require_all_processed(const run_result& r, const std::string& run_na
     require(r.done.listener_calls == r.done.deliveries, run_name + ": " + std::to_string(r.done.listener_calls) +
                                                             " listener calls for " + std::to_string(r.done.deliveries) +
                                                             " deliveries");
-}
-
-/// The settings that decide what a commit costs, as `server_<name> on|off` (1 or 0).
-inline void print_server_settings(soci::session& session) {
-    for (const std::string name : {"fsync", "synchronous_commit"}) {
-        std::string value;
-        session << "SELECT current_setting(:name)", soci::use(name), soci::into(value);
-        print("server_" + name, value == "off" ? 0.0 : 1.0);
-    }
 }
 
 }  // namespace seqinbox::bench
