@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -50,14 +51,17 @@ constexpr int batch_size = 10;
 constexpr int failovers = 2;
 /// 1,500 contexts, about 6,900 records (fewer under the sanitizers: SEQINBOX_FAILOVER_CONTEXTS),
 /// fed evenly over feed_time (about 140 a second, the relay's pace here on 2 cores being 200-350):
-/// the feed lasts through both failovers, which take 35-40 s from its start, and the relay is
-/// deciding when each kill comes.
+/// the feed usually lasts through both failovers (35-40 s from its start here, 130 s on a slow CI
+/// machine), so that the relay is deciding when each kill comes; a reserve produced after each
+/// promotion gives it input to decide then in any case.
 std::size_t contexts_of_this_run() {
     const char* given = std::getenv("SEQINBOX_FAILOVER_CONTEXTS");
     return given != nullptr ? std::stoul(given) : 1500;
 }
 constexpr auto feed_time = 50s;
 constexpr auto feed_pace = 250ms;
+/// Records produced at once after each promotion (steady_feed::produce_now).
+constexpr std::size_t reserve_per_failover = 200;
 
 std::uint64_t seed_of_this_run() {
     if (const char* given = std::getenv("SEQINBOX_FAILOVER_SEED")) return std::stoull(given);
@@ -66,32 +70,63 @@ std::uint64_t seed_of_this_run() {
 
 double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
 
-/// Produces the workload's records a slice at a time, every `pace`, over `lasting`, or the rest
-/// at once when finish() asks.
+/// Produces the workload's records a slice at a time, every `pace`, over `lasting`, but for a
+/// reserve of `reserved` records, which produce_now() hands out (after each promotion: the relay
+/// then has undecided input however long the failover took — on a slow machine the steady part
+/// was all decided before the second failover, and "the relay decided again" could not be seen),
+/// and finish() produces with the rest.
 class steady_feed {
 public:
     steady_feed(const si::testing::order_workload& work, si::testing::mock_cluster& cluster, std::uint64_t seed, std::chrono::seconds lasting,
-                std::chrono::milliseconds pace)
-        : thread_([&work, &cluster, seed, lasting, pace, this] {
+                std::chrono::milliseconds pace, std::size_t reserved)
+        : work_(work), cluster_(cluster), seed_(seed), reserved_(std::min(reserved, work.records.size())), thread_([lasting, pace, this] {
               const auto slices = static_cast<std::size_t>(std::chrono::milliseconds(lasting) / pace);
-              const std::size_t per_slice = (work.records.size() + slices - 1) / slices;
-              for (std::size_t from = 0; from < work.records.size(); from += per_slice) {
-                  work.produce(cluster, input, input_partitions, seed + from, from, from + per_slice);
+              const std::size_t per_slice = (work_.records.size() - reserved_ + slices - 1) / slices;
+              while (!hurry_ && produce_steady(per_slice))
                   for (auto waited = 0ms; waited < pace && !hurry_; waited += 10ms) std::this_thread::sleep_for(10ms);
-              }
           }) {}
     ~steady_feed() { finish(); }
     steady_feed(const steady_feed&) = delete;
     steady_feed& operator=(const steady_feed&) = delete;
 
+    /// Produces the next `n` records at once, taken from the reserve.
+    void produce_now(std::size_t n) {
+        const std::lock_guard lock(mutex_);
+        n = std::min(n, reserved_);
+        reserved_ -= n;
+        produce_next(n);
+    }
+
     void finish() {
         hurry_ = true;
         if (thread_.joinable()) thread_.join();
+        const std::lock_guard lock(mutex_);
+        reserved_ = 0;
+        produce_next(work_.records.size() - next_);
     }
 
 private:
+    /// Whether records outside the reserve remain after this slice.
+    bool produce_steady(std::size_t per_slice) {
+        const std::lock_guard lock(mutex_);
+        const auto steady_end = work_.records.size() - reserved_;
+        produce_next(std::min(per_slice, steady_end - next_));
+        return next_ < steady_end;
+    }
+    void produce_next(std::size_t n) {
+        if (n == 0) return;
+        work_.produce(cluster_, input, input_partitions, seed_ + next_, next_, next_ + n);
+        next_ += n;
+    }
+
+    const si::testing::order_workload& work_;
+    si::testing::mock_cluster& cluster_;
+    const std::uint64_t seed_;
+    std::mutex mutex_;
+    std::size_t next_ = 0;      ///< the first record not produced yet
+    std::size_t reserved_;      ///< records kept for produce_now()
     std::atomic<bool> hurry_{false};
-    std::thread thread_;
+    std::thread thread_;        ///< last: it starts with the members above in place
 };
 
 /// The figures of one failover, in seconds from the first kill.
@@ -126,7 +161,7 @@ long long processed_rows(const std::string& conninfo) {
 /// then on no decision can be undone by this failover), for the relay to decide again (PROCESSED
 /// rows grow on the new primary), and for the old primary to follow the new one.
 failover_figures fail_over(pg_formation& formation, int from, const std::string& dbname, const std::string& conninfo,
-                           std::string& crash_end) {
+                           steady_feed& feed, std::string& crash_end) {
     failover_figures f;
     const int to = 1 - from;
     const auto started = steady::now();
@@ -153,6 +188,7 @@ failover_figures fail_over(pg_formation& formation, int from, const std::string&
     crash_end = si::logger::utc_time(std::chrono::system_clock::now());
     long long first = -1;
     BOOST_TEST(pg_formation::wait_until([&] { return (first = processed_rows(conninfo)) >= 0; }, 30s));
+    feed.produce_now(reserve_per_failover);  // after `first`: input the relay can only decide from now on
     BOOST_TEST(pg_formation::wait_until([&] { return processed_rows(conninfo) > first; }, 60s), "the relay decided nothing after the failover");
     f.decided = seconds_since(started);
     BOOST_TEST_REQUIRE(pg_formation::wait_until([&] { return formation.in_sync(to); }, 120s),
@@ -211,7 +247,7 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
     shuffle_in_windows(work, 50);
     BOOST_TEST_MESSAGE(work.records.size() << " records, " << work.logical << " logical messages");
     const auto logical = static_cast<long long>(work.logical);
-    steady_feed feed(work, world.cluster, rng(), feed_time, feed_pace);
+    steady_feed feed(work, world.cluster, rng(), feed_time, feed_pace, reserve_per_failover * failovers);
 
     const std::string group = "relay-failover";
     auto arguments = world.arguments(group, consumer_threads);
@@ -229,7 +265,7 @@ BOOST_AUTO_TEST_CASE(two_failovers_under_the_relay_lose_nothing_keep_order_and_l
         BOOST_TEST_REQUIRE(world.wait_for_output(logical * (k + 1) / (failovers + 3)), relay.log());
         marks.push_back(world.cluster.end_offsets(output, output_partitions));
         crash_kinds.push_back("node " + std::to_string(primary + 1) + " -> node " + std::to_string(2 - primary));
-        figures.push_back(fail_over(formation, primary, dbname, world.conninfo, crash_ends[static_cast<std::size_t>(k)]));
+        figures.push_back(fail_over(formation, primary, dbname, world.conninfo, feed, crash_ends[static_cast<std::size_t>(k)]));
         const auto& f = figures.back();
         BOOST_TEST_MESSAGE("failover " << k + 1 << " (" << crash_kinds.back()
                                        << (f.in_flight ? ", a relay transaction writing" : ", no relay transaction writing")
