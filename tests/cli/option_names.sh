@@ -25,8 +25,10 @@ for command in run housekeep migrate; do
     done
 done
 
-# The housekeeping batch of `run` is its own option.
-if ! "$seqinbox" run --help | grep -q -- '--housekeeping-batch-size N'; then
+# The housekeeping batch of `run` is its own option. The help is read whole first: `grep -q` stops
+# reading at its match, and under pipefail the program's SIGPIPE on its next line failed the check.
+run_help=$("$seqinbox" run --help)
+if ! grep -q -- '--housekeeping-batch-size N' <<<"$run_help"; then
     echo "FAIL: 'seqinbox run --help' does not list --housekeeping-batch-size"
     failed=1
 fi
