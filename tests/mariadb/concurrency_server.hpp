@@ -3,10 +3,12 @@
 // tests/postgresql/concurrency_server.hpp), for MariaDB: a throwaway mariadbd, waiters seen in
 // information_schema.processlist, the claim's holder found through innodb_lock_waits and ended by
 // KILL CONNECTION. And the route: the store connects directly.
+#include <chrono>
 #include <cstddef>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "mariadb_server.hpp"
 #include "seqinbox/mariadb/migrate.hpp"
@@ -34,14 +36,27 @@ struct mariadb_concurrency_server {
         return "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"
                " AND command = 'Query' AND info LIKE 'INSERT INTO sequential_inbox_idempotence%'";
     }
+    // InnoDB's information_schema tables are a copy, refreshed by a read that comes 100 ms or more
+    // after the previous read (which restarts that clock): a read soon after the previous test
+    // case's shows its waits, between sessions gone since (seen: KILL of an unknown thread id),
+    // and reads 20 ms apart never see anything newer. So: reads 150 ms apart, and only a wait of
+    // a session inside a claim insert now, on a live session of this database, counts.
     static long long claim_holder(soci::session& session) {
-        long long holder = 0;
-        session << "SELECT MIN(b.trx_mysql_thread_id) FROM information_schema.innodb_lock_waits w"
-                   " JOIN information_schema.innodb_trx r ON r.trx_id = w.requesting_trx_id"
-                   " JOIN information_schema.innodb_trx b ON b.trx_id = w.blocking_trx_id"
-                   " WHERE r.trx_query LIKE '%INSERT INTO sequential_inbox_idempotence%'",
-            soci::into(holder);
-        return holder;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (;;) {
+            long long holder = 0;
+            soci::indicator found = soci::i_null;
+            session << "SELECT MIN(b.trx_mysql_thread_id) FROM information_schema.innodb_lock_waits w"
+                       " JOIN information_schema.innodb_trx r ON r.trx_id = w.requesting_trx_id"
+                       " JOIN information_schema.innodb_trx b ON b.trx_id = w.blocking_trx_id"
+                       " JOIN information_schema.processlist rp ON rp.id = r.trx_mysql_thread_id AND rp.db = DATABASE()"
+                       "  AND rp.command = 'Query' AND rp.info LIKE '%INSERT INTO sequential_inbox_idempotence%'"
+                       " JOIN information_schema.processlist bp ON bp.id = b.trx_mysql_thread_id AND bp.db = DATABASE()"
+                       " WHERE r.trx_query LIKE '%INSERT INTO sequential_inbox_idempotence%'",
+                soci::into(holder, found);
+            if ((found == soci::i_ok && holder != 0) || std::chrono::steady_clock::now() > deadline) return holder;
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        }
     }
     static bool kill(const std::string& url, long long connection) {
         soci::session admin(soci::mysql, soci_connect(url));
