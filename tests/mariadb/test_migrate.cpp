@@ -39,14 +39,21 @@ std::string failure_of(Work work, std::string& text) {
 
 }  // namespace
 
+/// 1, 2, ... latest_schema_version().
+std::vector<int> every_version() {
+    std::vector<int> versions;
+    for (int v = 1; v <= mdb::latest_schema_version(); ++v) versions.push_back(v);
+    return versions;
+}
+
 BOOST_AUTO_TEST_CASE(a_fresh_database_is_migrated_once) {
     const auto url = mariadb_server::shared().create_database();
     const auto first = mdb::migrate(url);
-    BOOST_TEST(first.applied == std::vector<int>{1}, boost::test_tools::per_element());
+    BOOST_TEST(first.applied == every_version(), boost::test_tools::per_element());
     BOOST_TEST(first.schema_version == mdb::latest_schema_version());
     const auto again = mdb::migrate(url);
     BOOST_TEST(again.applied.empty());
-    BOOST_TEST(again.already_applied == std::vector<int>{1}, boost::test_tools::per_element());
+    BOOST_TEST(again.already_applied == every_version(), boost::test_tools::per_element());
     mdb::store store({.url = url});  // opens: the schema matches
     BOOST_TEST(store.durable_commits() == false);  // the test server runs innodb_flush_log_at_trx_commit = 0
 }
@@ -57,11 +64,11 @@ BOOST_AUTO_TEST_CASE(instances_migrating_together_apply_each_script_once) {
     for (int i = 0; i < 4; ++i) runs.push_back(std::async(std::launch::async, [url] { return mdb::migrate(url); }));
     int applied = 0;
     for (auto& run : runs) applied += static_cast<int>(run.get().applied.size());
-    BOOST_TEST(applied == 1);
+    BOOST_TEST(applied == mdb::latest_schema_version());
     auto s = session_on(url);
     long long rows = 0;
     s << "SELECT count(*) FROM seqinbox_schema_history", soci::into(rows);
-    BOOST_TEST(rows == 1);
+    BOOST_TEST(rows == mdb::latest_schema_version());
 }
 
 BOOST_AUTO_TEST_CASE(a_migration_gives_up_when_another_holds_the_lock_too_long) {
@@ -103,8 +110,24 @@ BOOST_AUTO_TEST_CASE(a_changed_script_or_a_newer_database_is_refused) {
 BOOST_AUTO_TEST_CASE(a_target_outside_the_known_versions_is_misuse) {
     const auto url = mariadb_server::shared().create_database();
     std::string text;
-    BOOST_TEST(failure_of([&] { mdb::migrate(url, {.target_version = 2}); }, text) == "misuse");
+    BOOST_TEST(failure_of([&] { mdb::migrate(url, {.target_version = mdb::latest_schema_version() + 1}); }, text) == "misuse");
     BOOST_TEST(mdb::migrate(url, {.target_version = 0}).applied.empty());
+}
+
+// A database of schema version 1 (the first release's) takes V2's index, and the store opens it.
+BOOST_AUTO_TEST_CASE(a_version_1_database_is_upgraded) {
+    const auto url = mariadb_server::shared().create_database();
+    BOOST_TEST(mdb::migrate(url, {.target_version = 1}).applied == std::vector<int>{1}, boost::test_tools::per_element());
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::store store({.url = url}); }, text) == "schema_mismatch");
+    BOOST_TEST(mdb::migrate(url).applied == std::vector<int>{2}, boost::test_tools::per_element());
+    auto s = session_on(url);
+    long long indexes = 0;
+    s << "SELECT count(*) FROM information_schema.statistics WHERE table_schema = DATABASE()"
+         " AND index_name = 'sequenced_message_instance_types'",
+        soci::into(indexes);
+    BOOST_TEST(indexes == 3);  // one row per column
+    mdb::store store({.url = url});
 }
 
 BOOST_AUTO_TEST_CASE(an_unreachable_server_is_a_connection_error_naming_the_redacted_url) {

@@ -45,7 +45,7 @@ request_outcome store::requested(std::string_view target, std::string_view table
  const bool message = table == "sequenced_message";
         tx.impl_->rows(doing, "SET STATEMENT innodb_lock_wait_timeout = " + std::to_string(std::max(1LL, seconds)) +
                                   " FOR SELECT state, " + std::string(message ? holds_record : "0") + " FROM " + std::string(table) + where + " FOR UPDATE",
-                       [&](const soci::row& r) { found = std::pair{text_at(r, 0), number_at(r, 1) != 0}; });
+                       [&](const detail::row& r) { found = std::pair{text_at(r, 0), number_at(r, 1) != 0}; });
         if (!found) return request_outcome::not_found;
         const auto& [state, has_record] = *found;
         if (!(state == allowed || (message && state == "FAILED" && has_record))) return refused(state, has_record);
@@ -77,7 +77,7 @@ std::vector<instance_id> store::instances_with_pending_actions(std::size_t limit
         c.rows("SELECT id FROM (SELECT id, pending_action_requested_at AS at FROM sequence_instance WHERE pending_action IS NOT NULL"
                " UNION ALL SELECT sequence_instance_id, pending_action_requested_at FROM sequenced_message"
                " WHERE pending_action IS NOT NULL) p GROUP BY id ORDER BY min(at), id LIMIT " + std::to_string(limit),
-               [&](const soci::row& r) { ids.push_back(number_at(r, 0)); });
+               [&](const detail::row& r) { ids.push_back(number_at(r, 0)); });
         return ids;
     });
 }
@@ -90,7 +90,7 @@ pending_actions store::transaction::pending_actions(instance_id instance) {
                 "SELECT 0, pending_action, " + requested_at + " FROM sequence_instance WHERE id = " + id +
                     " AND pending_action IS NOT NULL UNION ALL SELECT id, pending_action, " + requested_at +
                     " FROM sequenced_message WHERE sequence_instance_id = " + id + " AND pending_action IS NOT NULL ORDER BY 1",
-                [&](const soci::row& r) {
+                [&](const detail::row& r) {
                     const auto at = detail::from_microseconds(number_at(r, 2));
                     if (number_at(r, 0) == 0)
                         actions.on_instance = instance_request{parse_instance_action(text_at(r, 1)), at};
@@ -107,7 +107,7 @@ std::vector<message_record> store::transaction::action_targets(instance_id insta
                 "SELECT " + detail::message_columns_with_record() + " FROM sequenced_message m WHERE m.sequence_instance_id = " +
                     std::to_string(instance) + " AND m.id IN (" + detail::listed(ids, [](message_id id) { return std::to_string(id); }) +
                     ") AND (m.state = 'WAITING' OR (m.state = 'FAILED' AND m." + std::string(holds_record) + ")) ORDER BY m.id",
-                [&](const soci::row& r) { found.push_back(detail::message_at(r, true)); });
+                [&](const detail::row& r) { found.push_back(detail::message_at(r, true)); });
     return found;
 }
 

@@ -5,6 +5,7 @@
 
 #include "codec.hpp"
 #include "connection.hpp"
+#include "locked_reads.hpp"
 #include "seqinbox/error.hpp"
 #include "transaction_impl.hpp"
 
@@ -55,22 +56,49 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
     return redone_after_deadlock([&] { return claim_batch_once(requests); });
 }
 
+// One round trip: BEGIN (when fresh), the claim, the lock of the instances whose claims this
+// transaction won (taken by the token it wrote: a lost claim locks nothing), then under those
+// locks the instances with their types and the keys' rows, read for every key and kept for the
+// won ones. A claim that fails stops the rest.
+template <class OnClaimRow>
+std::map<instance_id, instance_lock> store::transaction::claim_and_lock(std::span<const claim_request> requests, long long token,
+                                                                        const std::string& values, OnClaimRow on_claim_row,
+                                                                        std::vector<message_record>& rows) {
+    std::vector<claim_key> keys;
+    std::set<instance_id> instances;
+    for (const auto& r : requests) {
+        keys.push_back(r.key);
+        instances.insert(r.instance);
+    }
+    const std::vector<instance_id> ids(instances.begin(), instances.end());
+    std::map<instance_id, instance_lock> locks;
+    std::vector<detail::statement> statements;
+    statements.push_back({claim_sql(values), on_claim_row});
+    statements.push_back({detail::lock_won_instances_sql(keys, token)});
+    detail::read_instances_with_types(ids, locks, statements);
+    statements.push_back(detail::messages_with_keys(keys, rows));
+    try {
+        impl_->send(requests.size() == 1 ? "claiming message " + requests[0].key.type + " " + requests[0].key.idempotence_id
+                                         : "claiming a batch of " + std::to_string(requests.size()) + " messages",
+                    std::move(statements));
+    } catch (const error& e) {
+        if (e.sqlstate() == instance_removed_sqlstate)
+            for (auto id : ids) impl_->pool().instances().forget(id);
+        throw;
+    }
+    return locks;
+}
+
 claim_result store::transaction::claim_once(const claim_request& request) {
     const long long token = impl_->pool().next_claim_token();
     bool won = false;
-    try {
-        impl_->rows("claiming message " + request.key.type + " " + request.key.idempotence_id,
-                    claim_sql(claim_values(request, token)),
-                    [&](const soci::row& row) { won = detail::number_at(row, 2) == token; });
-    } catch (const error& e) {
-        if (e.sqlstate() == instance_removed_sqlstate) impl_->pool().instances().forget(request.instance);
-        throw;
-    }
-    if (!won) return {};
     claim_result result;
+    auto locks = claim_and_lock({&request, 1}, token, claim_values(request, token),
+                                      [&](const detail::row& row) { won = detail::number_at(row, 2) == token; }, result.rows);
+    if (!won) return {};
+    detail::finish_instances({request.instance}, locks);
     result.won = true;
-    result.locked = lock_instance(request.instance);
-    result.rows = find_messages(request.key);
+    result.locked = locks.at(request.instance);
     return result;
 }
 
@@ -91,25 +119,20 @@ std::vector<claim_result> store::transaction::claim_batch_once(std::span<const c
     std::string values;
     for (std::size_t i : order) values += (values.empty() ? "" : ", ") + claim_values(requests[i], token);
     std::set<claim_key> won;
-    try {
-        impl_->rows("claiming a batch of " + std::to_string(requests.size()) + " messages", claim_sql(values), [&](const soci::row& row) {
+    std::vector<message_record> read;
+    auto locks = claim_and_lock(
+        requests, token, values,
+        [&](const detail::row& row) {
             if (detail::number_at(row, 2) == token) won.insert({detail::text_at(row, 0), detail::text_at(row, 1)});
-        });
-    } catch (const error& e) {
-        if (e.sqlstate() == instance_removed_sqlstate)
-            for (const auto& r : requests) impl_->pool().instances().forget(r.instance);
-        throw;
-    }
+        },
+        read);
     if (won.empty()) return results;
-
-    // The won claims' instances, each locked once, in id order; then under those locks their
-    // types and the won keys' rows.
-    std::set<instance_id> instances;
+    std::vector<instance_id> won_instances;
     for (const auto& r : requests)
-        if (won.contains(r.key)) instances.insert(r.instance);
-    const auto locks = lock_instances(std::vector<instance_id>(instances.begin(), instances.end()));
+        if (won.contains(r.key)) won_instances.push_back(r.instance);
+    detail::finish_instances(won_instances, locks);
     std::map<claim_key, std::vector<message_record>> rows;
-    for (auto& row : messages_with_keys(std::vector<claim_key>(won.begin(), won.end()))) rows[row.key()].push_back(std::move(row));
+    for (auto& row : read) rows[row.key()].push_back(std::move(row));
     for (std::size_t i = 0; i < requests.size(); ++i) {
         if (!won.contains(requests[i].key)) continue;
         results[i].won = true;

@@ -1,6 +1,8 @@
 #include "codec.hpp"
 
+#include <charconv>
 #include <chrono>
+#include <stdexcept>
 
 namespace seqinbox::mariadb::detail {
 
@@ -104,6 +106,26 @@ long long number_at(const soci::row& row, std::size_t i) {
     }
 }
 
+std::string any_key(const std::vector<claim_key>& keys, std::string_view prefix) {
+    std::string text;
+    for (const auto& k : keys) text += std::string(text.empty() ? "" : " OR ") + "(" + key_condition(k, prefix) + ")";
+    return text;
+}
+
+bool null_at(const row& r, std::size_t i) { return r.null(i); }
+
+std::string text_at(const row& r, std::size_t i) { return std::string(r.bytes(i)); }
+
+long long number_at(const row& r, std::size_t i) {
+    const auto text = r.bytes(i);
+    long long value = 0;
+    // A DECIMAL (a SUM) arrives as "12.000": its integer part.
+    const auto [end, failure] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if ((failure != std::errc{} && !text.empty()) || (end != text.data() + text.size() && *end != '.'))
+        throw std::invalid_argument("a MariaDB column read as a number is '" + std::string(text) + "'");
+    return value;
+}
+
 std::string message_columns() {
     return "m.id, m.sequence_instance_id, m.message_type, m.idempotence_id, m.state, " + microseconds_of("m.created_at") + ", " +
            microseconds_of("m.state_changed_at");
@@ -114,7 +136,7 @@ std::string message_columns_with_record() {
            "m.record_value, " + microseconds_of("m.record_time") + ", m.record_headers, m.record_key IS NULL, m.record_value IS NULL";
 }
 
-message_record message_at(const soci::row& row, bool with_record, std::size_t first) {
+message_record message_at(const row& row, bool with_record, std::size_t first) {
     message_record m;
     std::size_t i = first;
     m.id = number_at(row, i++);
@@ -145,7 +167,7 @@ std::string instance_columns() {
            microseconds_of("i.remove_after");
 }
 
-sequence_instance instance_at(const soci::row& row, std::size_t first) {
+sequence_instance instance_at(const row& row, std::size_t first) {
     sequence_instance s;
     std::size_t i = first;
     s.id = number_at(row, i++);

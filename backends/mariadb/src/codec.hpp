@@ -13,6 +13,7 @@
 
 #include <soci/soci.h>
 
+#include "result_row.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -31,6 +32,8 @@ std::string microseconds_of(std::string_view column);
 /// and a DELETE locks (so waits for) every row the scan passes, another key's uncommitted claim
 /// included.
 std::string key_condition(const claim_key& key, std::string_view prefix = "");
+/// key_condition of any of `keys` (ORed): one range per key for the optimizer.
+std::string any_key(const std::vector<claim_key>& keys, std::string_view prefix = "");
 /// "a, b, c" of `values` rendered by `render`.
 template <class Range, class Render>
 std::string listed(const Range& values, Render render) {
@@ -50,21 +53,25 @@ message_state parse_message_state(std::string_view s);
 std::string encode_headers(const std::vector<header>& headers);
 std::vector<header> decode_headers(std::string_view bytes);
 
-/// Column `i` of a row read through soci::row: text (NULL: empty), integer (NULL: 0), null.
+/// Column `i` of a row read through soci::row (migrations) or the store's connection: text
+/// (NULL: empty), integer (NULL: 0), null.
 std::string text_at(const soci::row& row, std::size_t i);
 long long number_at(const soci::row& row, std::size_t i);
 bool null_at(const soci::row& row, std::size_t i);
+std::string text_at(const row& r, std::size_t i);
+long long number_at(const row& r, std::size_t i);
+bool null_at(const row& r, std::size_t i);
 
 /// The columns message_at reads, of sequenced_message `m`, without and with its record.
 std::string message_columns();
 std::string message_columns_with_record();
 /// A message row read from message_columns() (and, with `with_record`, the record columns
 /// that follow), starting at column `first`.
-message_record message_at(const soci::row& row, bool with_record, std::size_t first = 0);
+message_record message_at(const row& row, bool with_record, std::size_t first = 0);
 
 /// The columns of sequence_instance `i` that instance_at reads.
 std::string instance_columns();
-sequence_instance instance_at(const soci::row& row, std::size_t first = 0);
+sequence_instance instance_at(const row& row, std::size_t first = 0);
 /// How many columns instance_columns() has.
 inline constexpr std::size_t instance_column_count = 7;
 

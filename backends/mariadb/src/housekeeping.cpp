@@ -53,7 +53,7 @@ bool store::job_lock::renew() {
     bool held = false;
     try {  // the session still holds it unless it was lost (and the server released the lock)
         impl_->conn->rows("SELECT COALESCE(IS_USED_LOCK(" + impl_->name_sql + ") = CONNECTION_ID(), 0)",
-                          [&](const soci::row& r) { held = number_at(r, 0) == 1; });
+                          [&](const detail::row& r) { held = number_at(r, 0) == 1; });
     } catch (const soci::soci_error&) {
         impl_->conn->mark_broken();
     }
@@ -67,7 +67,7 @@ store::job_lock store::try_lock_job(const std::string& job) {
     const std::string name = "SHA1(CONCAT(DATABASE(), X'00', " + detail::bytes_literal("seqinbox.job:" + job) + "))";
     try {
         bool taken = false;
-        c.rows("SELECT COALESCE(GET_LOCK(" + name + ", 0), 0)", [&](const soci::row& r) { taken = number_at(r, 0) == 1; });
+        c.rows("SELECT COALESCE(GET_LOCK(" + name + ", 0), 0)", [&](const detail::row& r) { taken = number_at(r, 0) == 1; });
         if (taken) {
             state->name_sql = name;
             return job_lock(std::move(state));
@@ -116,7 +116,7 @@ std::vector<instance_id> store::closed_instances(timestamp now, std::span<const 
         c.rows("SELECT i.id, " + microseconds_of("e.window_end") + " FROM sequence_instance i JOIN (SELECT i.id, " + end +
                    " AS window_end FROM sequence_instance i WHERE i.state = 'CLOSED') e ON e.id = i.id WHERE e.window_end <= " +
                    time_literal(now) + after_key("e.window_end", after) + " ORDER BY e.window_end, i.id LIMIT " + std::to_string(limit),
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    ids.push_back(number_at(r, 0));
                    last_end = number_at(r, 1);
                });
@@ -145,7 +145,7 @@ std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::s
                    "SELECT i.id FROM sequence_instance i WHERE i.state = 'OPEN' AND i.remove_after IS NULL AND i.retain_until < " +
                        time_literal(now) + after_key("i.retain_until", after) + " ORDER BY i.retain_until, i.id LIMIT " +
                        std::to_string(limit) + " FOR UPDATE SKIP LOCKED",
-                   [&](const soci::row& r) { ids.push_back(number_at(r, 0)); });
+                   [&](const detail::row& r) { ids.push_back(number_at(r, 0)); });
     std::vector<sequence_instance> marked;
     if (ids.empty()) {
         tx.commit();
@@ -157,7 +157,7 @@ std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::s
     tx.impl_->rows("marking expired instances",
                    "SELECT " + detail::instance_columns() + " FROM sequence_instance i WHERE i.id IN (" + listed +
                        ") ORDER BY i.retain_until, i.id",
-                   [&](const soci::row& r) { marked.push_back(detail::instance_at(r)); });
+                   [&](const detail::row& r) { marked.push_back(detail::instance_at(r)); });
     tx.commit();
     if (!marked.empty()) after = {marked.back().retain_until, marked.back().id};
     return marked;
@@ -178,7 +178,7 @@ std::size_t store::remove_instances(std::span<const instance_id> ids, const remo
     tx.impl_->rows(doing,
                    "SELECT " + detail::instance_columns() + ", " + microseconds_of("i.closed_at") + " FROM sequence_instance i WHERE i.id IN (" +
                        ids_listed(sorted) + ") ORDER BY i.id FOR UPDATE SKIP LOCKED",
-                   [&](const soci::row& r) {
+                   [&](const detail::row& r) {
                        std::optional<timestamp> closed_at;
                        if (!detail::null_at(r, detail::instance_column_count))
                            closed_at = detail::from_microseconds(number_at(r, detail::instance_column_count));
@@ -199,11 +199,11 @@ std::size_t store::remove_instances(std::span<const instance_id> ids, const remo
         std::vector<instance_id> free;
         tx.impl_->rows(doing, "SELECT sequence_instance_id FROM sequence_instance_lock WHERE sequence_instance_id IN (" +
                                   ids_listed(candidates) + ") ORDER BY sequence_instance_id FOR UPDATE SKIP LOCKED",
-                       [&](const soci::row& r) { free.push_back(number_at(r, 0)); });
+                       [&](const detail::row& r) { free.push_back(number_at(r, 0)); });
         std::vector<instance_id> with_rows;
         tx.impl_->rows(doing, "SELECT sequence_instance_id FROM sequence_instance_lock WHERE sequence_instance_id IN (" +
                                   ids_listed(candidates) + ")",
-                       [&](const soci::row& r) { with_rows.push_back(number_at(r, 0)); });
+                       [&](const detail::row& r) { with_rows.push_back(number_at(r, 0)); });
         for (auto id : with_rows)
             if (std::ranges::find(free, id) == free.end()) held.push_back(id);
     }
@@ -232,7 +232,7 @@ void store::forward_waiting_pages(transaction& tx, const sequence_instance& inst
                        " FROM sequenced_message WHERE sequence_instance_id = " + std::to_string(instance.id) +
                            " AND state = 'WAITING' AND id > " + std::to_string(last) + " ORDER BY id LIMIT " +
                            std::to_string(forward_page_rows),
-                       [&](const soci::row& r) { sizes.emplace_back(number_at(r, 0), static_cast<std::size_t>(number_at(r, 1))); });
+                       [&](const detail::row& r) { sizes.emplace_back(number_at(r, 0), static_cast<std::size_t>(number_at(r, 1))); });
         std::vector<message_id> page;
         std::size_t bytes = 0;
         for (const auto& [id, size] : sizes) {
@@ -245,7 +245,7 @@ void store::forward_waiting_pages(transaction& tx, const sequence_instance& inst
         tx.impl_->rows(doing,
                        "SELECT " + detail::message_columns_with_record() + " FROM sequenced_message m WHERE m.id IN (" +
                            detail::listed(page, [](message_id id) { return std::to_string(id); }) + ") ORDER BY m.id",
-                       [&](const soci::row& r) { rows.push_back(detail::message_at(r, true)); });
+                       [&](const detail::row& r) { rows.push_back(detail::message_at(r, true)); });
         forward(instance, rows);
         last = page.back();
     }

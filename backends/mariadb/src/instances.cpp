@@ -5,6 +5,7 @@
 
 #include "codec.hpp"
 #include "connection.hpp"
+#include "locked_reads.hpp"
 #include "seqinbox/error.hpp"
 #include "store_parts.hpp"
 #include "transaction_impl.hpp"
@@ -19,50 +20,82 @@ std::string ids_listed(const std::vector<instance_id>& ids) {
     return detail::listed(ids, [](instance_id id) { return std::to_string(id); });
 }
 
-/// The instances `ids` (listed) with the distinct types of their PROCESSED and WAITING messages:
-/// one row per (instance, state, type), or one with NULL type for an instance without any.
-std::string instances_with_types_sql(const std::string& ids) {
-    return "SELECT " + detail::instance_columns() + ", t.state, t.message_type FROM sequence_instance i LEFT JOIN"
-           " (SELECT DISTINCT sequence_instance_id, state, message_type FROM sequenced_message"
-           "  WHERE sequence_instance_id IN (" + ids + ") AND state IN ('PROCESSED', 'WAITING')) AS t"
-           " ON t.sequence_instance_id = i.id WHERE i.id IN (" + ids + ") ORDER BY i.id, t.message_type";
+/// The instances `ids` (listed), by primary key.
+std::string instances_sql(const std::string& ids) {
+    return "SELECT " + detail::instance_columns() + " FROM sequence_instance i WHERE i.id IN (" + ids + ")";
 }
 
-/// Adds a row of instances_with_types_sql to `locks`.
-void add_instance_row(std::map<instance_id, instance_lock>& locks, const soci::row& row) {
-    const auto instance = detail::instance_at(row);
-    auto& lock = locks[instance.id];
-    lock.row = instance;
-    constexpr std::size_t state_column = detail::instance_column_count;
-    if (detail::null_at(row, state_column)) return;
-    auto type = detail::text_at(row, state_column + 1);
-    (detail::text_at(row, state_column) == "PROCESSED" ? lock.types.processed : lock.types.waiting).push_back(std::move(type));
+/// The distinct types of the PROCESSED and WAITING messages of the instances `ids` (listed): one
+/// row per (instance, state, type). Apart from instances_sql, with neither a join nor a derived
+/// table: the one read of a claim that needs a temporary table (for DISTINCT).
+std::string types_sql(const std::string& ids) {
+    return "SELECT DISTINCT sequence_instance_id, state, message_type FROM sequenced_message WHERE sequence_instance_id IN (" + ids +
+           ") AND state IN ('PROCESSED', 'WAITING')";
 }
 
-std::string instance_removed(instance_id id) {
-    return "sequence instance " + std::to_string(id) + " no longer exists (removed by housekeeping meanwhile); retry";
+/// Adds a row of types_sql to the instance's entry of `locks`, when the instance was read.
+void add_type_row(std::map<instance_id, instance_lock>& locks, const detail::row& row) {
+    const auto found = locks.find(detail::number_at(row, 0));
+    if (found == locks.end()) return;
+    auto type = detail::text_at(row, 2);
+    (detail::text_at(row, 1) == "PROCESSED" ? found->second.types.processed : found->second.types.waiting).push_back(std::move(type));
 }
 
 }  // namespace
 
-std::map<instance_id, instance_lock> store::transaction::lock_instances(const std::vector<instance_id>& ids) {
+namespace detail {
+
+std::string lock_instances_sql(const std::vector<instance_id>& ids) {
+    return "INSERT INTO sequence_instance_lock (sequence_instance_id) VALUES " +
+           listed(ids, [](instance_id id) { return "(" + std::to_string(id) + ")"; }) +
+           " ON DUPLICATE KEY UPDATE sequence_instance_id = sequence_instance_id";
+}
+
+std::string lock_won_instances_sql(const std::vector<claim_key>& keys, long long token) {
+    // Neither DISTINCT nor a derived table (each a temporary table): an instance of several won
+    // claims comes once per claim, and its second insert finds the lock row its own.
+    return "INSERT INTO sequence_instance_lock (sequence_instance_id) SELECT c.sequence_instance_id FROM sequential_inbox_idempotence c"
+           " WHERE c.claim_token = " + std::to_string(token) + " AND (" + any_key(keys, "c.") +
+           ") ORDER BY c.sequence_instance_id ON DUPLICATE KEY UPDATE sequence_instance_lock.sequence_instance_id ="
+           " sequence_instance_lock.sequence_instance_id";
+}
+
+void read_instances_with_types(const std::vector<instance_id>& ids, std::map<instance_id, instance_lock>& locks,
+                               std::vector<statement>& into) {
     const std::string listed = ids_listed(ids);
-    const std::string doing = "locking sequence instances " + listed;
+    into.push_back({instances_sql(listed), [&locks](const row& r) {
+                        const auto instance = instance_at(r);
+                        locks[instance.id].row = instance;
+                    }});
+    into.push_back({types_sql(listed), [&locks](const row& r) { add_type_row(locks, r); }});
+}
+
+void finish_instances(const std::vector<instance_id>& ids, std::map<instance_id, instance_lock>& locks) {
+    for (auto& [id, lock] : locks) {
+        std::sort(lock.types.processed.begin(), lock.types.processed.end());
+        std::sort(lock.types.waiting.begin(), lock.types.waiting.end());
+    }
+    for (auto id : ids)
+        if (!locks.contains(id))
+            throw error(error_category::retryable,
+                        "sequence instance " + std::to_string(id) + " no longer exists (removed by housekeeping meanwhile); retry",
+                        std::string(instance_removed_sqlstate));
+}
+
+}  // namespace detail
+
+std::map<instance_id, instance_lock> store::transaction::lock_instances(const std::vector<instance_id>& ids) {
+    std::map<instance_id, instance_lock> locks;
+    std::vector<detail::statement> statements{{detail::lock_instances_sql(ids)}};
+    detail::read_instances_with_types(ids, locks, statements);
     try {
-        // The insert creates a missing lock row and locks an existing one (its duplicate key),
-        // row by row in the order given; its foreign key fails for a removed instance.
-        impl_->run(doing, "INSERT INTO sequence_instance_lock (sequence_instance_id) VALUES " +
-                              detail::listed(ids, [](instance_id id) { return "(" + std::to_string(id) + ")"; }) +
-                              " ON DUPLICATE KEY UPDATE sequence_instance_id = sequence_instance_id");
+        impl_->send("locking sequence instances " + ids_listed(ids), std::move(statements));
     } catch (const error& e) {
         if (e.sqlstate() == instance_removed_sqlstate)
             for (auto id : ids) impl_->pool().instances().forget(id);
         throw;
     }
-    std::map<instance_id, instance_lock> locks;
-    impl_->rows(doing, instances_with_types_sql(listed), [&](const soci::row& row) { add_instance_row(locks, row); });
-    for (auto id : ids)
-        if (!locks.contains(id)) throw error(error_category::retryable, instance_removed(id), std::string(instance_removed_sqlstate));
+    detail::finish_instances(ids, locks);
     return locks;
 }
 
@@ -70,10 +103,10 @@ instance_lock store::transaction::lock_instance(instance_id instance) { return l
 
 types_by_state store::transaction::message_types(instance_id instance) {
     std::map<instance_id, instance_lock> found;
-    impl_->rows("reading the message types of sequence instance " + std::to_string(instance),
-                instances_with_types_sql(std::to_string(instance)), [&](const soci::row& row) { add_instance_row(found, row); });
-    if (!found.contains(instance))
-        throw error(error_category::retryable, instance_removed(instance), std::string(instance_removed_sqlstate));
+    std::vector<detail::statement> statements;
+    detail::read_instances_with_types({instance}, found, statements);
+    impl_->send("reading the message types of sequence instance " + std::to_string(instance), std::move(statements));
+    detail::finish_instances({instance}, found);
     return found.at(instance).types;
 }
 
@@ -84,20 +117,21 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
     const auto read = [&](detail::connection& conn) {
         std::optional<sequence_instance> found;
         conn.rows("SELECT " + detail::instance_columns() + " FROM sequence_instance i" + where,
-                  [&](const soci::row& row) { found = detail::instance_at(row); });
+                  [&](const detail::row& row) { found = detail::instance_at(row); });
         return found;
     };
     auto instance = detail::autocommitted(*pool_, "creating or reading the sequence instance of context " + context_id, [&](detail::connection& conn) {
-        if (auto found = read(conn)) return *found;
-        // A plain insert: on a concurrent creation of the row it waits, then fails with a
-        // duplicate key (1062) and the row is read again. ON DUPLICATE KEY UPDATE would lock the
-        // existing row exclusively, waiting for every claim transaction of the instance.
+        // Insert first: the cache misses mostly on a context's first delivery, which then costs one
+        // round trip. A plain insert: when the row exists (or a concurrent creation commits it,
+        // which it waits for) it fails with a duplicate key (1062) and the row is read.
+        // ON DUPLICATE KEY UPDATE would lock the existing row exclusively, waiting for every claim
+        // transaction of the instance.
         try {
             sequence_instance created{0, sequence, context_id, instance_state::open, created_at, retain_until, std::nullopt};
             conn.rows("INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until) VALUES (" +
                           bytes_literal(sequence) + ", " + bytes_literal(context_id) + ", 'OPEN', " + detail::time_literal(created_at) +
                           ", " + detail::time_literal(retain_until) + ") RETURNING id",
-                      [&](const soci::row& row) { created.id = detail::number_at(row, 0); });
+                      [&](const detail::row& row) { created.id = detail::number_at(row, 0); });
             return created;
         } catch (const soci::soci_error& e) {
             if (detail::error_number(e) != 1062) throw;

@@ -3,6 +3,7 @@
 
 #include "codec.hpp"
 #include "connection.hpp"
+#include "locked_reads.hpp"
 #include "seqinbox/error.hpp"
 #include "transaction_impl.hpp"
 
@@ -12,13 +13,6 @@ using detail::bytes_literal;
 using detail::time_literal;
 
 namespace {
-
-/// The rows of any of `keys`: one range per key for the optimizer.
-std::string any_key(const std::vector<claim_key>& keys) {
-    std::string text;
-    for (const auto& k : keys) text += std::string(text.empty() ? "" : " OR ") + "(" + detail::key_condition(k, "m.") + ")";
-    return text;
-}
 
 std::string types_listed(std::span<const std::string> types) {
     return detail::listed(types, [](const std::string& t) { return bytes_literal(t); });
@@ -43,30 +37,40 @@ std::string record_values(const envelope& e, bool assign) {
     return text;
 }
 
-std::string insert_sql(const message_record& row) {
+/// The insert of `row`; with a `condition` (" WHERE ..."), an INSERT ... SELECT of it.
+std::string insert_sql(const message_record& row, const std::string& condition = {}) {
     const bool with_record = row.payload.has_value();
+    const std::string values = std::to_string(row.instance) + ", " + bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) +
+                               ", '" + std::string(detail::state_text(row.state)) + "', " + time_literal(row.created_at) + ", " +
+                               time_literal(row.state_changed_at) + (with_record ? record_values(*row.payload, false) : "");
     return "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at" +
            std::string(with_record ? ", cluster, topic, `partition`, `offset`, record_key, record_value, traceparent, record_time, "
                                      "record_headers"
                                    : "") +
-           ") VALUES (" + std::to_string(row.instance) + ", " + bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) +
-           ", '" + std::string(detail::state_text(row.state)) + "', " + time_literal(row.created_at) + ", " +
-           time_literal(row.state_changed_at) + (with_record ? record_values(*row.payload, false) : "") + ")";
+           (condition.empty() ? ") VALUES (" + values + ")" : ") SELECT " + values + " FROM DUAL" + condition);
+}
+
+/// Creates the key's lock row or locks the existing one (held until the transaction ends).
+std::string key_lock_sql(const message_record& row) {
+    return "INSERT INTO sequenced_message_key_lock (message_type, idempotence_id, sequence_instance_id) VALUES (" + bytes_literal(row.type) +
+           ", " + bytes_literal(row.idempotence_id) + ", " + std::to_string(row.instance) +
+           ") ON DUPLICATE KEY UPDATE message_type = message_type";
 }
 
 std::string message_name(const message_record& row) { return "message " + row.type + " " + row.idempotence_id; }
 
 }  // namespace
 
-std::vector<message_record> store::transaction::messages_with_keys(const std::vector<claim_key>& keys) {
-    std::vector<message_record> rows;
-    impl_->rows("reading the rows of " + std::to_string(keys.size()) + " message keys",
-                "SELECT " + detail::message_columns() + " FROM sequenced_message m WHERE " + any_key(keys) + " ORDER BY m.id",
-                [&](const soci::row& row) { rows.push_back(detail::message_at(row, false)); });
-    return rows;
+detail::statement detail::messages_with_keys(const std::vector<claim_key>& keys, std::vector<message_record>& rows) {
+    return {"SELECT " + message_columns() + " FROM sequenced_message m WHERE " + any_key(keys, "m.") + " ORDER BY m.id",
+            [&rows](const row& r) { rows.push_back(message_at(r, false)); }};
 }
 
-std::vector<message_record> store::transaction::find_messages(const claim_key& key) { return messages_with_keys({key}); }
+std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
+    std::vector<message_record> rows;
+    impl_->send("reading the rows of message " + key.type + " " + key.idempotence_id, {detail::messages_with_keys({key}, rows)});
+    return rows;
+}
 
 std::vector<message_record> store::transaction::waiting_messages(instance_id instance, std::span<const std::string> types) {
     const waiting_query query{instance, std::vector<std::string>(types.begin(), types.end())};
@@ -85,7 +89,7 @@ std::vector<std::vector<message_record>> store::transaction::waiting_messages(st
     std::map<instance_id, std::vector<message_record>> by_instance;
     impl_->rows("reading waiting messages", "SELECT " + detail::message_columns_with_record() +
                                                 " FROM sequenced_message m WHERE m.state = 'WAITING' AND (" + conditions + ") ORDER BY m.id",
-                [&](const soci::row& row) {
+                [&](const detail::row& row) {
                     auto m = detail::message_at(row, true);
                     by_instance[m.instance].push_back(std::move(m));
                 });
@@ -102,41 +106,59 @@ std::vector<std::vector<message_record>> store::transaction::waiting_messages(st
 
 void store::transaction::insert_message(message_record row) { impl_->run("inserting " + message_name(row), insert_sql(row)); }
 
-stored_as store::transaction::store_message(message_record row) {
+stored_as store::transaction::store_message(message_record row) { return store_message(std::move(row), false); }
+
+stored_as store::transaction::store_message(message_record row, bool write_at_commit) {
     const std::string doing = "storing the state of " + message_name(row);
     const std::string key = detail::key_condition(row.key());
     // The key's lock row, held until the transaction ends; then the key's rows as committed now.
-    impl_->run(doing, "INSERT INTO sequenced_message_key_lock (message_type, idempotence_id, sequence_instance_id) VALUES (" +
-                          bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) + ", " + std::to_string(row.instance) +
-                          ") ON DUPLICATE KEY UPDATE message_type = message_type");
     bool processed = false, waiting = false;
     message_id newest_failed = 0;
-    impl_->rows(doing, "SELECT id, state FROM sequenced_message WHERE " + key + " ORDER BY id",
-                [&](const soci::row& r) {
-                    const auto state = detail::parse_message_state(detail::text_at(r, 1));
-                    processed = processed || state == message_state::processed;
-                    waiting = waiting || state == message_state::waiting;
-                    if (state == message_state::failed) newest_failed = detail::number_at(r, 0);
-                });
+    impl_->send(doing, {{key_lock_sql(row)},
+                        {"SELECT id, state FROM sequenced_message WHERE " + key + " ORDER BY id", [&](const detail::row& r) {
+                             const auto state = detail::parse_message_state(detail::text_at(r, 1));
+                             processed = processed || state == message_state::processed;
+                             waiting = waiting || state == message_state::waiting;
+                             if (state == message_state::failed) newest_failed = detail::number_at(r, 0);
+                         }}});
     const std::string state = "'" + std::string(detail::state_text(row.state)) + "'";
     if (processed || (waiting && row.state != message_state::processed)) return stored_as::left_existing;
-    if (waiting) {
-        impl_->run(doing, "UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
-                              " WHERE " + key + " AND state = 'WAITING'");
-        return stored_as::updated;
-    }
-    if (newest_failed != 0) {
-        impl_->run(doing, "UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
-                              (row.payload ? record_values(*row.payload, true) : "") + " WHERE id = " + std::to_string(newest_failed));
-        return stored_as::updated;
-    }
-    impl_->run(doing, insert_sql(row));
-    return stored_as::inserted;
+    const auto write = [&](std::string sql, stored_as stored) {
+        if (write_at_commit)
+            impl_->at_commit.emplace_back(doing, detail::statement{std::move(sql)});
+        else
+            impl_->run(doing, sql);
+        return stored;
+    };
+    if (waiting)
+        return write("UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
+                         " WHERE " + key + " AND state = 'WAITING'",
+                     stored_as::updated);
+    if (newest_failed != 0)
+        return write("UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
+                         (row.payload ? record_values(*row.payload, true) : "") + " WHERE id = " + std::to_string(newest_failed),
+                     stored_as::updated);
+    return write(insert_sql(row), stored_as::inserted);
+}
+
+/// The common case of a state step in a transaction of its own: no row of the key yet. One round
+/// trip: BEGIN, the key's lock, the insert unless a row of the key exists, COMMIT. Whether it
+/// inserted; when not, only the lock row was written.
+bool store::transaction::insert_if_first(const message_record& row) {
+    const std::string doing = "storing the state of " + message_name(row);
+    long long inserted = 0;
+    impl_->at_commit.emplace_back(doing, detail::statement{key_lock_sql(row)});
+    impl_->at_commit.emplace_back(doing, detail::statement{insert_sql(row, " WHERE NOT EXISTS (SELECT 1 FROM sequenced_message WHERE " +
+                                                                              detail::key_condition(row.key()) + ")"),
+                                                           {}, &inserted});
+    commit();
+    return inserted == 1;
 }
 
 stored_as store::store_message(message_record row) {
+    if (begin().insert_if_first(row)) return stored_as::inserted;
     auto tx = begin();
-    const auto stored = tx.store_message(std::move(row));
+    const auto stored = tx.store_message(std::move(row), true);
     tx.commit();
     return stored;
 }

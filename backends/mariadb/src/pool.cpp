@@ -10,41 +10,99 @@
 
 namespace seqinbox::mariadb::detail {
 
+namespace {
+
+MYSQL* native(soci::session& session) { return static_cast<soci::mysql_session_backend*>(session.get_backend())->conn_; }
+
+[[noreturn]] void throw_client_error(MYSQL* my) { throw soci::mysql_soci_error(mysql_error(my), static_cast<int>(mysql_errno(my))); }
+
+/// Hands the current result of `my` to `s`: its rows, or its affected-row count.
+void take_result(MYSQL* my, const statement& s) {
+    MYSQL_RES* result = mysql_store_result(my);
+    if (result == nullptr) {
+        if (mysql_field_count(my) != 0) throw_client_error(my);  // rows were due and did not come
+        if (s.affected != nullptr) *s.affected = static_cast<long long>(mysql_affected_rows(my));
+        return;
+    }
+    const std::unique_ptr<MYSQL_RES, void (*)(MYSQL_RES*)> owned(result, mysql_free_result);
+    const std::size_t columns = mysql_num_fields(result);
+    while (MYSQL_ROW values = mysql_fetch_row(result))
+        if (s.each) s.each(row(values, mysql_fetch_lengths(result), columns));
+}
+
+/// Reads and drops what the server still sends after an exception left a send unfinished.
+void drain(MYSQL* my) noexcept {
+    while (mysql_next_result(my) == 0)
+        if (MYSQL_RES* rest = mysql_store_result(my)) mysql_free_result(rest);
+}
+
+}  // namespace
+
 connection::connection(const store_options& options, counters& counts)
     : counts_(&counts), session_(connect(options.url, options.lock_wait_timeout)) {
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
     try {
-        rows("SELECT CONNECTION_ID(), @@innodb_flush_log_at_trx_commit", [this](const soci::row& row) {
-            server_id_ = static_cast<std::uint64_t>(number_at(row, 0));
-            flush_setting_ = static_cast<int>(number_at(row, 1));
+        // Several statements in one round trip (send()). Every value in them is a literal this
+        // store wrote (codec.hpp), never a caller's text.
+        if (mysql_set_server_option(native(*session_), MYSQL_OPTION_MULTI_STATEMENTS_ON) != 0) throw_client_error(native(*session_));
+        rows("SELECT CONNECTION_ID(), @@innodb_flush_log_at_trx_commit", [this](const row& r) {
+            server_id_ = static_cast<std::uint64_t>(number_at(r, 0));
+            flush_setting_ = static_cast<int>(number_at(r, 1));
         });
     } catch (const soci::soci_error& e) {
-        rethrow(e, "reading the new connection's id", options.url);
+        rethrow(e, "setting up the new connection", options.url);
+    }
+}
+
+void connection::send(std::span<const statement> statements) {
+    if (statements.empty()) return;
+    count_round_trip();
+    std::string text;
+    for (const auto& s : statements) (text += text.empty() ? "" : ";\n") += s.sql;
+    MYSQL* my = native(*session_);
+    failed_statement_ = 0;
+    if (mysql_real_query(my, text.data(), text.size()) != 0) throw_client_error(my);
+    for (std::size_t i = 0;;) {
+        try {
+            take_result(my, statements[i]);
+        } catch (...) {
+            drain(my);
+            throw;
+        }
+        const int next = mysql_next_result(my);
+        if (next < 0) return;
+        ++i;
+        if (next > 0) {
+            failed_statement_ = i;
+            throw_client_error(my);
+        }
+        if (i == statements.size()) {  // more results than statements: a statement held a ';'
+            drain(my);
+            throw soci::mysql_soci_error("more results than statements sent (a statement contained ';')", 0);
+        }
     }
 }
 
 void connection::run(const std::string& sql) {
-    count_round_trip();
-    *session_ << sql;
+    const statement s{sql};
+    send({&s, 1});
 }
 
-void connection::rows(const std::string& sql, const std::function<void(const soci::row&)>& each) {
-    count_round_trip();
-    soci::rowset<soci::row> result = (session_->prepare << sql);
-    for (const soci::row& row : result) each(row);
+void connection::rows(const std::string& sql, const std::function<void(const row&)>& each) {
+    const statement s{sql, each};
+    send({&s, 1});
 }
 
 long long connection::affected(const std::string& sql) {
-    count_round_trip();
-    soci::statement st = (session_->prepare << sql);
-    st.execute(true);
-    return st.get_affected_rows();
+    long long count = 0;
+    const statement s{sql, {}, &count};
+    send({&s, 1});
+    return count;
 }
 
 bool connection::server_in_transaction() const {
-    MYSQL* native = static_cast<soci::mysql_session_backend*>(session_->get_backend())->conn_;
     unsigned int status = 0;
-    if (mariadb_get_infov(native, MARIADB_CONNECTION_SERVER_STATUS, &status) != 0) return false;
+    if (mariadb_get_infov(native(*session_), MARIADB_CONNECTION_SERVER_STATUS, &status) != 0) return false;
     return (status & SERVER_STATUS_IN_TRANS) != 0;
 }
 

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <soci/soci.h>
 
+#include "result_row.hpp"
 #include "seqinbox/detail/instance_cache.hpp"
 #include "seqinbox/mariadb/store.hpp"
 
@@ -31,12 +33,16 @@ public:
     connection& operator=(const connection&) = delete;
 
     soci::session& session() { return *session_; }
-    /// Runs `sql` (no result rows), counting the round trip; SOCI errors pass through.
+    /// Sends `statements` as one multi-statement query: one round trip. The server runs them in
+    /// order and stops at the first that fails, whose error is thrown as soci::mysql_soci_error
+    /// (which one: failed_statement()); the results of those before it have been handed out.
+    void send(std::span<const statement> statements);
+    /// The index in the last send() of the statement that failed.
+    std::size_t failed_statement() const noexcept { return failed_statement_; }
+    /// send() of one statement: no result rows; every row to `each`; the affected-row count
+    /// (found rows: SOCI connects with CLIENT_FOUND_ROWS).
     void run(const std::string& sql);
-    /// Runs `sql` and calls `each` with every row it returns (soci::row can be neither copied
-    /// nor moved).
-    void rows(const std::string& sql, const std::function<void(const soci::row&)>& each);
-    /// Runs `sql` and returns the affected-row count (found rows: SOCI connects with CLIENT_FOUND_ROWS).
+    void rows(const std::string& sql, const std::function<void(const row&)>& each);
     long long affected(const std::string& sql);
     void count_round_trip() { counts_->round_trips.fetch_add(1, std::memory_order_relaxed); }
 
@@ -63,6 +69,7 @@ private:
     std::uint64_t server_id_ = 0;
     int flush_setting_ = 1;
     std::uint32_t transactions_ = 0;
+    std::size_t failed_statement_ = 0;
     bool broken_ = false;
 };
 

@@ -16,7 +16,7 @@ void check_schema(detail::connection& conn, const std::string& url) {
     int version = 0;
     try {
         conn.rows("SELECT COALESCE(MAX(version), 0) FROM seqinbox_schema_history",
-                  [&](const soci::row& row) { version = static_cast<int>(detail::number_at(row, 0)); });
+                  [&](const detail::row& row) { version = static_cast<int>(detail::number_at(row, 0)); });
     } catch (const soci::soci_error& e) {
         if (detail::error_number(e) != 1146) throw;  // ER_NO_SUCH_TABLE: never migrated
     }

@@ -17,22 +17,6 @@ store::transaction::impl::impl(std::shared_ptr<detail::pool> owner, detail::leas
 
 store::transaction::impl::~impl() { rollback(); }
 
-void store::transaction::impl::begin(std::string_view doing) {
-    if (!active_)
-        throw error(error_category::misuse, std::string(doing) + ": the transaction has ended (committed, rolled back, or ended by the server)");
-    if (begun_) {
-        check_still_open(doing);
-        return;
-    }
-    try {
-        conn_->in_transaction = true;  // until COMMIT or ROLLBACK succeed: a connection given back in between is dropped
-        conn_->run("BEGIN");
-        begun_ = true;
-    } catch (const soci::soci_error& e) {
-        fail(e, doing);
-    }
-}
-
 void store::transaction::impl::check_still_open(std::string_view doing) {
     if (conn_->server_in_transaction()) return;
     active_ = false;
@@ -43,31 +27,39 @@ void store::transaction::impl::check_still_open(std::string_view doing) {
                 "40001");
 }
 
-void store::transaction::impl::run(std::string_view doing, const std::string& sql) {
-    begin(doing);
+bool store::transaction::impl::open_for(std::string_view doing, std::vector<detail::statement>& statements) {
+    if (!active_)
+        throw error(error_category::misuse, std::string(doing) + ": the transaction has ended (committed, rolled back, or ended by the server)");
+    if (begun_) {
+        check_still_open(doing);
+        return false;
+    }
+    statements.insert(statements.begin(), detail::statement{"BEGIN"});
+    conn_->in_transaction = true;  // until COMMIT or ROLLBACK succeed: a connection given back in between is dropped
+    begun_ = true;
+    return true;
+}
+
+void store::transaction::impl::send(std::string_view doing, std::vector<detail::statement> statements) {
+    open_for(doing, statements);
+    if (statements.empty()) return;
     try {
-        conn_->run(sql);
+        conn_->send(statements);
     } catch (const soci::soci_error& e) {
         fail(e, doing);
     }
 }
 
-void store::transaction::impl::rows(std::string_view doing, const std::string& sql, const std::function<void(const soci::row&)>& each) {
-    begin(doing);
-    try {
-        conn_->rows(sql, each);
-    } catch (const soci::soci_error& e) {
-        fail(e, doing);
-    }
+void store::transaction::impl::run(std::string_view doing, const std::string& sql) { send(doing, {{sql}}); }
+
+void store::transaction::impl::rows(std::string_view doing, const std::string& sql, const std::function<void(const detail::row&)>& each) {
+    send(doing, {{sql, each}});
 }
 
 long long store::transaction::impl::affected(std::string_view doing, const std::string& sql) {
-    begin(doing);
-    try {
-        return conn_->affected(sql);
-    } catch (const soci::soci_error& e) {
-        fail(e, doing);
-    }
+    long long count = 0;
+    send(doing, {{sql, {}, &count}});
+    return count;
 }
 
 void store::transaction::impl::fail(const soci::soci_error& e, std::string_view doing) {
@@ -85,21 +77,27 @@ void store::transaction::impl::fail(const soci::soci_error& e, std::string_view 
 
 void store::transaction::impl::commit() {
     if (!active_) throw error(error_category::misuse, "commit: the transaction has ended (committed, rolled back, or ended by the server)");
-    if (!begun_) {
+    if (!begun_ && at_commit.empty()) {
         active_ = false;
         return;
     }
-    for (const auto& [doing, sql] : at_commit) run(doing, sql);
+    // The statements kept for the commit and COMMIT itself: one round trip (BEGIN first when
+    // nothing was sent yet). A statement's failure names what it was doing; the outcome of a
+    // COMMIT whose connection was lost is unknown, and the delivery is retried.
+    const auto kept = std::move(at_commit);
     at_commit.clear();
-    check_still_open("committing");
+    std::vector<detail::statement> statements;
+    for (const auto& [doing, statement] : kept) statements.push_back(statement);
+    statements.push_back({"COMMIT"});
+    const std::size_t first_kept = open_for("committing", statements) ? 1 : 0;
     try {
-        conn_->run("COMMIT");
-        conn_->in_transaction = false;
-        active_ = false;
+        conn_->send(statements);
     } catch (const soci::soci_error& e) {
-        // The outcome of a COMMIT whose connection was lost is unknown: the delivery is retried.
-        fail(e, "committing");
+        const std::size_t failed = conn_->failed_statement();
+        fail(e, failed >= first_kept && failed - first_kept < kept.size() ? std::string_view(kept[failed - first_kept].first) : "committing");
     }
+    conn_->in_transaction = false;
+    active_ = false;
 }
 
 void store::transaction::impl::rollback() noexcept {
@@ -149,7 +147,7 @@ void store::transaction::delete_claim(const claim_key& key) {
     // key, which the contract says it neither sees nor waits for (PostgreSQL's DELETE skips it).
     bool committed = false;
     impl_->rows("deleting a claim", "SELECT 1 FROM sequential_inbox_idempotence WHERE " + detail::key_condition(key),
-                [&](const soci::row&) { committed = true; });
+                [&](const detail::row&) { committed = true; });
     if (committed) impl_->run("deleting a claim", "DELETE FROM sequential_inbox_idempotence WHERE " + detail::key_condition(key));
 }
 
@@ -162,8 +160,8 @@ void store::transaction::update_message_state(message_id id, message_state state
 void store::transaction::close_instance(instance_id instance, timestamp now) {
     if (!impl_->active()) throw error(error_category::misuse, "close_instance: the transaction has ended");
     impl_->at_commit.emplace_back("closing sequence instance " + std::to_string(instance),
-                                  "UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + time_literal(now) +
-                                      " WHERE id = " + std::to_string(instance) + " AND state = 'OPEN'");
+                                  detail::statement{"UPDATE sequence_instance SET state = 'CLOSED', closed_at = " + time_literal(now) +
+                                      " WHERE id = " + std::to_string(instance) + " AND state = 'OPEN'"});
 }
 
 }  // namespace seqinbox::mariadb

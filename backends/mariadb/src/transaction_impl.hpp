@@ -29,12 +29,15 @@ public:
     detail::connection& conn() { return *conn_; }
     const std::string& url() const { return pool_->options().url; }
 
-    /// `sql` inside the transaction (begun first): no rows, rows, or the affected-row count.
+    /// `statements` inside the transaction in one round trip, BEGIN first when it has not begun;
+    /// throws when it has ended.
+    void send(std::string_view doing, std::vector<detail::statement> statements);
+    /// send() of one statement: no rows, rows, or the affected-row count.
     void run(std::string_view doing, const std::string& sql);
-    void rows(std::string_view doing, const std::string& sql, const std::function<void(const soci::row&)>& each);
+    void rows(std::string_view doing, const std::string& sql, const std::function<void(const detail::row&)>& each);
     long long affected(std::string_view doing, const std::string& sql);
-    /// Sends BEGIN when the transaction has not begun; throws when it has ended.
-    void begin(std::string_view doing);
+    /// Sends BEGIN now when the transaction has not begun (a listener's session needs it).
+    void begin(std::string_view doing) { send(doing, {}); }
 
     /// Turns `e` into seqinbox::error and ends the transaction when the server ended it.
     [[noreturn]] void fail(const soci::soci_error& e, std::string_view doing);
@@ -54,12 +57,16 @@ public:
     std::uint64_t id() const noexcept { return (conn_->server_id() << 32) | number_; }
     std::uint32_t next_savepoint() noexcept { return ++savepoints_; }
 
-    /// Writes of the sequence_instance row wait for the commit (see store.hpp): (doing, sql).
-    std::vector<std::pair<std::string, std::string>> at_commit;
+    /// Statements sent with the COMMIT, in its round trip: (doing, sql). Writes of the
+    /// sequence_instance row (see store.hpp), and the write of a state step in its own transaction.
+    std::vector<std::pair<std::string, detail::statement>> at_commit;
 
 private:
     /// Throws when the server rolled the transaction back behind the store's back.
     void check_still_open(std::string_view doing);
+    /// Makes `statements` ready to send inside the transaction: throws when it has ended, puts
+    /// BEGIN first when it has not begun (returning true).
+    bool open_for(std::string_view doing, std::vector<detail::statement>& statements);
 
     std::shared_ptr<detail::pool> pool_;
     detail::lease conn_;

@@ -54,7 +54,7 @@ std::string message_with_request_columns() {
     return detail::message_columns() + ", m.pending_action, " + microseconds_of("m.pending_action_requested_at");
 }
 
-std::optional<message_request> request_at(const soci::row& row, const message_record& m, std::size_t first) {
+std::optional<message_request> request_at(const detail::row& row, const message_record& m, std::size_t first) {
     if (detail::null_at(row, first)) return std::nullopt;
     return message_request{m.id, parse_message_action(text_at(row, first)), detail::from_microseconds(number_at(row, first + 1))};
 }
@@ -67,7 +67,7 @@ std::vector<instance_count> store::instance_counts() {
     return detail::autocommitted(*pool_, "counting instances", [&](detail::connection& c) {
         std::vector<instance_count> out;
         c.rows("SELECT name, state, count(*) FROM sequence_instance GROUP BY name, state ORDER BY name, state = 'CLOSED'",
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    out.push_back({text_at(r, 0), text_at(r, 1) == "CLOSED" ? instance_state::closed : instance_state::open,
                                   static_cast<std::size_t>(number_at(r, 2))});
                });
@@ -78,7 +78,7 @@ std::vector<instance_count> store::instance_counts() {
 std::vector<message_count> store::message_counts() {
     auto out = detail::autocommitted(*pool_, "counting messages", [&](detail::connection& c) {
         std::vector<message_count> rows;
-        c.rows("SELECT message_type, state, count(*) FROM sequenced_message GROUP BY message_type, state", [&](const soci::row& r) {
+        c.rows("SELECT message_type, state, count(*) FROM sequenced_message GROUP BY message_type, state", [&](const detail::row& r) {
             rows.push_back({text_at(r, 0), detail::parse_message_state(text_at(r, 1)), static_cast<std::size_t>(number_at(r, 2))});
         });
         return rows;
@@ -91,7 +91,7 @@ std::vector<sequence_instance> store::instances_where(std::string_view doing, co
     return detail::autocommitted(*pool_, doing, [&](detail::connection& c) {
         std::vector<sequence_instance> out;
         c.rows("SELECT " + detail::instance_columns() + " FROM sequence_instance i WHERE " + where_and_order + " LIMIT " + limited(limit),
-               [&](const soci::row& r) { out.push_back(detail::instance_at(r)); });
+               [&](const detail::row& r) { out.push_back(detail::instance_at(r)); });
         return out;
     });
 }
@@ -116,7 +116,7 @@ std::vector<waiting_instance> store::waiting_longest(std::size_t limit) {
                    ", w.waiting FROM (SELECT sequence_instance_id, min(created_at) AS oldest, count(*) AS waiting FROM sequenced_message"
                    " WHERE state = 'WAITING' GROUP BY sequence_instance_id ORDER BY 2, 1 LIMIT " + limited(limit) +
                    ") w JOIN sequence_instance i ON i.id = w.sequence_instance_id ORDER BY w.oldest, i.id",
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    out.push_back({detail::instance_at(r), detail::from_microseconds(number_at(r, detail::instance_column_count)),
                                   static_cast<std::size_t>(number_at(r, detail::instance_column_count + 1))});
                });
@@ -129,7 +129,7 @@ std::vector<retention_count> store::retention_counts(timestamp now, double share
         std::vector<retention_count> out;
         c.rows("SELECT i.name, CAST(SUM(" + expiring_condition(now, share) + ") AS SIGNED), CAST(SUM(i.retain_until < " +
                    detail::time_literal(now) + ") AS SIGNED) FROM sequence_instance i WHERE i.state = 'OPEN' GROUP BY i.name ORDER BY i.name",
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    out.push_back({text_at(r, 0), static_cast<std::size_t>(number_at(r, 1)), static_cast<std::size_t>(number_at(r, 2))});
                });
         return out;
@@ -151,7 +151,7 @@ std::optional<instance_view> store::view_where(const std::string& where, const m
         std::optional<instance_view> view;
         c.rows("SELECT " + detail::instance_columns() + ", i.pending_action, " + microseconds_of("i.pending_action_requested_at") +
                    " FROM sequence_instance i WHERE " + where,
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    view = instance_view{detail::instance_at(r), {}, {}, std::nullopt, {}};
                    constexpr std::size_t action = detail::instance_column_count;
                    if (!detail::null_at(r, action))
@@ -164,7 +164,7 @@ std::optional<instance_view> store::view_where(const std::string& where, const m
         c.rows("SELECT " + message_with_request_columns() + " FROM sequenced_message m WHERE m.sequence_instance_id = " + id +
                    " AND m.id > " + std::to_string(page.after) + " ORDER BY m.id LIMIT " +
                    limited(std::min<std::size_t>(page.limit, std::numeric_limits<std::size_t>::max() - 1) + 1),
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    view->messages.push_back(detail::message_at(r, false));
                    if (auto request = request_at(r, view->messages.back(), message_column_count)) view->actions.on_messages.push_back(*request);
                });
@@ -175,7 +175,7 @@ std::optional<instance_view> store::view_where(const std::string& where, const m
             view->next = view->messages.back().id;
         }
         c.rows("SELECT state, count(*) FROM sequenced_message WHERE sequence_instance_id = " + id + " GROUP BY state",
-               [&](const soci::row& r) { view->counts[detail::parse_message_state(text_at(r, 0))] = static_cast<std::size_t>(number_at(r, 1)); });
+               [&](const detail::row& r) { view->counts[detail::parse_message_state(text_at(r, 0))] = static_cast<std::size_t>(number_at(r, 1)); });
         return view;
     });
 }
@@ -191,7 +191,7 @@ std::optional<message_view> store::message_where(const std::string& where) {
         std::optional<message_view> view;
         c.rows("SELECT " + message_with_request_columns() + ", " + detail::instance_columns() +
                    " FROM sequenced_message m JOIN sequence_instance i ON i.id = m.sequence_instance_id WHERE " + where,
-               [&](const soci::row& r) {
+               [&](const detail::row& r) {
                    auto m = detail::message_at(r, false);
                    auto pending = request_at(r, m, message_column_count);
                    view = message_view{std::move(m), detail::instance_at(r, message_column_count + 2), pending};

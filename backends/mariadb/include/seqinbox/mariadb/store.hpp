@@ -40,12 +40,14 @@
 // innodb_flush_log_at_trx_commit = 1 (the default) waits for the redo log's flush at each commit.
 // durable_commits() says what the server was set to at start.
 //
-// Round trips (SOCI's MySQL backend sends one statement at a time): BEGIN (1) with a
-// transaction's first statement; a claim (1); when won, the instance lock (1), the instance with
-// its types (1) and the key's rows (1). A batch claims every key in one statement (1), locks the
-// won instances in one statement (1), reads them with their types (1) and the won keys' rows
-// (1), whatever its size. store_message: key lock, read, write (3), in a transaction of its own
-// with BEGIN and COMMIT (5). COMMIT (1), plus one UPDATE per instance closed.
+// Round trips: statements that need no answer in between go in one multi-statement query (the
+// connection allows several per query; every value in them is a literal the store wrote). BEGIN
+// goes with a transaction's first statement. A claim: BEGIN and the claim (1); when won, the
+// instance lock, the instance with its types and the key's rows (1); COMMIT (1). A batch the
+// same whatever its size: the claim of every key (1), the won instances' locks, their types and
+// the won keys' rows (1). store_message: the key lock and the key's rows (1), the write (1); in
+// a transaction of its own BEGIN goes with the first and the write with COMMIT (2 in all).
+// COMMIT carries the UPDATEs of instances closed.
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor the MariaDB client.
@@ -121,10 +123,11 @@ public:
     /// Leases a connection for a READ COMMITTED transaction (begun with its first statement).
     transaction begin();
 
-    /// Answers from the instance cache when it can. Otherwise reads the row (a plain read: an
-    /// upsert would take an exclusive lock on it and wait for every claim transaction whose
-    /// foreign key checks hold it shared), inserting it when missing (a concurrent creation of
-    /// the same row makes the insert fail with a duplicate key, and the row is read again).
+    /// Answers from the instance cache when it can. Otherwise inserts the row (one round trip for
+    /// a new context), and reads it when the insert fails with a duplicate key (the row exists, or
+    /// a concurrent creation committed it): a plain insert, since an upsert would take an
+    /// existing row exclusively and wait for every claim transaction whose foreign key checks
+    /// hold it shared.
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
     /// create_or_get_instance for many contexts, in request order.
@@ -218,7 +221,7 @@ public:
     void delete_claim(const claim_key& key);
     /// Every row with the key, by id, without payloads (the engine reads ids and states).
     std::vector<message_record> find_messages(const claim_key& key);
-    /// Two round trips: the lock, then the instance with its types.
+    /// One round trip: the lock, then the instance with its types.
     instance_lock lock_instance(instance_id instance);
     /// The instance's types as lock_instance reads them, without the lock.
     types_by_state message_types(instance_id instance);
@@ -260,7 +263,7 @@ private:
     class impl;
     explicit transaction(std::unique_ptr<impl> state);
     /// lock_instance of each of `ids` (ascending, distinct): one statement locks them all in that
-    /// order, one read gives their rows and types (src/instances.cpp).
+    /// order, one read gives their rows and types, in one round trip (src/instances.cpp).
     std::map<instance_id, instance_lock> lock_instances(const std::vector<instance_id>& ids);
     /// claim and claim_batch once; redone_after_deadlock runs `claim` again from BEGIN after a
     /// deadlock when the claim began the transaction (src/claims.cpp).
@@ -268,8 +271,16 @@ private:
     std::vector<claim_result> claim_batch_once(std::span<const claim_request> requests);
     template <class Claim>
     auto redone_after_deadlock(Claim claim);
-    /// The rows of every key of `keys`, by id, without payloads (src/messages.cpp).
-    std::vector<message_record> messages_with_keys(const std::vector<claim_key>& keys);
+    /// The claim of `requests` (their VALUES rows `values`, `token` in each; every returned row to
+    /// `on_claim_row`), the locks of the won claims' instances, the instances with their types,
+    /// and the keys' rows into `rows`: one round trip (src/claims.cpp).
+    template <class OnClaimRow>
+    std::map<instance_id, instance_lock> claim_and_lock(std::span<const claim_request> requests, long long token, const std::string& values,
+                                                        OnClaimRow on_claim_row, std::vector<message_record>& rows);
+    /// store_message; with `write_at_commit` its write goes with the COMMIT (a transaction of its own).
+    stored_as store_message(message_record row, bool write_at_commit);
+    /// In a fresh transaction, which it commits: inserts `row` when the key has no row yet (src/messages.cpp).
+    bool insert_if_first(const message_record& row);
     std::unique_ptr<impl> impl_;
 };
 
