@@ -42,12 +42,13 @@
 //
 // Round trips: statements that need no answer in between go in one multi-statement query (the
 // connection allows several per query; every value in them is a literal the store wrote). BEGIN
-// goes with a transaction's first statement. A claim: BEGIN and the claim (1); when won, the
-// instance lock, the instance with its types and the key's rows (1); COMMIT (1). A batch the
-// same whatever its size: the claim of every key (1), the won instances' locks, their types and
-// the won keys' rows (1). store_message: the key lock and the key's rows (1), the write (1); in
-// a transaction of its own BEGIN goes with the first and the write with COMMIT (2 in all).
-// COMMIT carries the UPDATEs of instances closed.
+// goes with a transaction's first statement. A claim, or a batch of them whatever its size: BEGIN,
+// the claim insert, the lock of the instances whose claims it won (found by the token it wrote),
+// the instances with their types and the keys' rows (1); COMMIT (1), carrying the UPDATEs of
+// instances closed. store_message: the key lock and the key's rows (1), the write (1); in a
+// transaction of its own, BEGIN, the key lock, the insert when the key has no row yet and COMMIT
+// (1), else two more. A context's instance missing from the cache: its insert (1), or its read
+// after a duplicate key (2).
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor the MariaDB client.
