@@ -331,6 +331,68 @@ BOOST_AUTO_TEST_CASE(a_claim_on_a_removed_instance_is_retryable_with_sqlstate_23
     BOOST_TEST(instance_of(f) != instance);
 }
 
+// The store sends several statements per query on its own sessions; a listener's session must not
+// run stacked statements (SQL a listener concatenated could then carry a second statement, and an
+// implicit commit inside it would commit the claim mid-delivery).
+BOOST_AUTO_TEST_CASE(a_listeners_session_runs_one_statement_per_query) {
+    fixture f;
+    const auto instance = instance_of(f);
+    auto tx = f.store.begin();
+    BOOST_TEST_REQUIRE(tx.claim(request(instance)).won);
+    bool refused = false;
+    try {
+        tx.session() << "SELECT 1; CREATE TABLE stacked_by_a_listener (a INT)";
+    } catch (const soci::soci_error&) {
+        refused = true;
+    }
+    BOOST_TEST(refused);
+    long long stacked = 0;
+    f.inspection() << "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
+                      " AND table_name = 'stacked_by_a_listener'",
+        soci::into(stacked);
+    BOOST_TEST(stacked == 0);
+    // The store goes on on the same connection, several statements per query again.
+    BOOST_TEST(tx.store_message(row_of(instance, "T", "k1", si::message_state::processed)) == si::stored_as::inserted);
+    tx.commit();
+    auto next = f.store.begin();
+    BOOST_TEST(next.claim(request(instance, "k2")).won);
+    next.commit();
+}
+
+// A statement sent with the COMMIT that fails without ending the transaction (here KILL QUERY of
+// the instance close waiting for a row lock) must not leave the transaction open without it: a
+// later commit() would commit the claim and leave the instance OPEN.
+BOOST_AUTO_TEST_CASE(a_commit_whose_kept_statement_fails_rolls_the_transaction_back) {
+    fixture f;
+    const auto instance = instance_of(f);
+    auto tx = f.store.begin();
+    BOOST_TEST_REQUIRE(tx.claim(request(instance, "w1")).won);
+    soci::session holder(soci::mysql, si::test::mariadb_server::shared().soci_connect(si::test::mariadb_server::database_of(f.url)));
+    holder << "BEGIN";
+    holder << "SELECT id FROM sequence_instance WHERE id = " + std::to_string(instance) + " LOCK IN SHARE MODE";
+    std::thread killer([&f] {
+        for (int i = 0; i < 200; ++i) {
+            std::this_thread::sleep_for(20ms);
+            long long waiting = 0;
+            soci::indicator found = soci::i_null;
+            f.inspection() << "SELECT MIN(id) FROM information_schema.processlist WHERE info LIKE 'UPDATE sequence_instance SET state%'",
+                soci::into(waiting, found);
+            if (found == soci::i_ok) {
+                f.inspection() << "KILL QUERY " + std::to_string(waiting);
+                return;
+            }
+        }
+    });
+    tx.close_instance(instance, now());
+    BOOST_TEST(category_of([&] { tx.commit(); }) == si::error_category::retryable);
+    killer.join();
+    holder << "ROLLBACK";
+    BOOST_TEST(!tx.active());
+    long long claims = 0;
+    f.inspection() << "SELECT count(*) FROM sequential_inbox_idempotence WHERE idempotence_id = 'w1'", soci::into(claims);
+    BOOST_TEST(claims == 0);  // rolled back with the close it could not make
+}
+
 BOOST_AUTO_TEST_CASE(a_connection_string_that_does_not_parse_is_named_without_its_password) {
     si::mariadb::store_options options;
     options.url = "mariadb://seqinbox:s3cret@db.example:notaport/inbox";

@@ -42,9 +42,7 @@ connection::connection(const store_options& options, counters& counts)
     : counts_(&counts), session_(connect(options.url, options.lock_wait_timeout)) {
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
     try {
-        // Several statements in one round trip (send()). Every value in them is a literal this
-        // store wrote (codec.hpp), never a caller's text.
-        if (mysql_set_server_option(native(*session_), MYSQL_OPTION_MULTI_STATEMENTS_ON) != 0) throw_client_error(native(*session_));
+        allow_several_statements(true);
         rows("SELECT CONNECTION_ID(), @@innodb_flush_log_at_trx_commit", [this](const row& r) {
             server_id_ = static_cast<std::uint64_t>(number_at(r, 0));
             flush_setting_ = static_cast<int>(number_at(r, 1));
@@ -54,15 +52,28 @@ connection::connection(const store_options& options, counters& counts)
     }
 }
 
+// Several statements in one round trip (send()): every value in them is a literal this store wrote
+// (codec.hpp), never a caller's text. A listener's session (store::transaction::session) runs one
+// statement per query, so that SQL it concatenated cannot carry a second one.
+void connection::allow_several_statements(bool allow) {
+    if (several_ == allow) return;
+    count_round_trip();
+    if (mysql_set_server_option(native(*session_), allow ? MYSQL_OPTION_MULTI_STATEMENTS_ON : MYSQL_OPTION_MULTI_STATEMENTS_OFF) != 0)
+        throw_client_error(native(*session_));
+    several_ = allow;
+}
+
 void connection::send(std::span<const statement> statements) {
     if (statements.empty()) return;
+    failed_statement_ = 0;
+    if (statements.size() > 1) allow_several_statements(true);
     count_round_trip();
     std::string text;
     for (const auto& s : statements) (text += text.empty() ? "" : ";\n") += s.sql;
     MYSQL* my = native(*session_);
-    failed_statement_ = 0;
     if (mysql_real_query(my, text.data(), text.size()) != 0) throw_client_error(my);
     for (std::size_t i = 0;;) {
+        failed_statement_ = i;  // should reading its result fail
         try {
             take_result(my, statements[i]);
         } catch (...) {

@@ -39,6 +39,9 @@ public:
     void send(std::span<const statement> statements);
     /// The index in the last send() of the statement that failed.
     std::size_t failed_statement() const noexcept { return failed_statement_; }
+    /// Turns the server's multi-statement option on or off for the session (a round trip when it
+    /// changes): on for the store's sends, off while a listener has the session.
+    void allow_several_statements(bool allow);
     /// send() of one statement: no result rows; every row to `each`; the affected-row count
     /// (found rows: SOCI connects with CLIENT_FOUND_ROWS).
     void run(const std::string& sql);
@@ -70,6 +73,7 @@ private:
     int flush_setting_ = 1;
     std::uint32_t transactions_ = 0;
     std::size_t failed_statement_ = 0;
+    bool several_ = false;
     bool broken_ = false;
 };
 

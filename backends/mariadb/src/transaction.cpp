@@ -94,7 +94,12 @@ void store::transaction::impl::commit() {
         conn_->send(statements);
     } catch (const soci::soci_error& e) {
         const std::size_t failed = conn_->failed_statement();
-        fail(e, failed >= first_kept && failed - first_kept < kept.size() ? std::string_view(kept[failed - first_kept].first) : "committing");
+        try {
+            fail(e, failed >= first_kept && failed - first_kept < kept.size() ? std::string_view(kept[failed - first_kept].first) : "committing");
+        } catch (...) {
+            rollback();  // a failed commit leaves nothing behind: the kept statements are gone with it
+            throw;
+        }
     }
     conn_->in_transaction = false;
     active_ = false;
@@ -125,6 +130,11 @@ std::uint64_t store::transaction::id() { return impl_->id(); }
 
 soci::session& store::transaction::session() {
     impl_->begin("opening the transaction for a listener");
+    try {
+        impl_->conn().allow_several_statements(false);
+    } catch (const soci::soci_error& e) {
+        impl_->fail(e, "handing the session to a listener");
+    }
     return impl_->conn().session();
 }
 
