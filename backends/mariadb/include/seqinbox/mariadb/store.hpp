@@ -48,7 +48,8 @@
 // instances closed. store_message: the key lock and the key's rows (1), the write (1); in a
 // transaction of its own, BEGIN, the key lock, the insert when the key has no row yet and COMMIT
 // (1), else two more. A context's instance missing from the cache: its insert (1), or its read
-// after a duplicate key (2).
+// after a duplicate key (2). transaction::session() turns the multi-statement option off for the
+// listener (1), and the store's next multi-statement send turns it on again (1).
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
 // thread at a time. SOCI stays private: this header needs neither SOCI nor the MariaDB client.
