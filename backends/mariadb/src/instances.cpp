@@ -121,11 +121,12 @@ sequence_instance store::create_or_get_instance(const std::string& sequence, con
         return found;
     };
     auto instance = detail::autocommitted(*pool_, "creating or reading the sequence instance of context " + context_id, [&](detail::connection& conn) {
-        // Insert first: the cache misses mostly on a context's first delivery, which then costs one
-        // round trip. A plain insert: when the row exists (or a concurrent creation commits it,
-        // which it waits for) it fails with a duplicate key (1062) and the row is read.
-        // ON DUPLICATE KEY UPDATE would lock the existing row exclusively, waiting for every claim
-        // transaction of the instance.
+        // Read first: a plain read waits for no lock (an insert would wait for a writer holding the
+        // row, e.g. a commit closing the instance or housekeeping removing it). Then a plain
+        // insert: on a concurrent creation of the row it waits, then fails with a duplicate key
+        // (1062) and the row is read again. ON DUPLICATE KEY UPDATE would lock the existing row
+        // exclusively, waiting for every claim transaction of the instance.
+        if (auto found = read(conn)) return *found;
         try {
             sequence_instance created{0, sequence, context_id, instance_state::open, created_at, retain_until, std::nullopt};
             conn.rows("INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until) VALUES (" +

@@ -47,8 +47,8 @@
 // the instances with their types and the keys' rows (1); COMMIT (1), carrying the UPDATEs of
 // instances closed. store_message: the key lock and the key's rows (1), the write (1); in a
 // transaction of its own, BEGIN, the key lock, the insert when the key has no row yet and COMMIT
-// (1), else two more. A context's instance missing from the cache: its insert (1), or its read
-// after a duplicate key (2). transaction::session() turns the multi-statement option off for the
+// (1), else two more. A context's instance missing from the cache: its read (1), and for a new
+// context its insert (1). transaction::session() turns the multi-statement option off for the
 // listener (1), and the store's next multi-statement send turns it on again (1).
 //
 // Thread safety: a store may be used from any number of threads at once; a transaction by one
@@ -125,11 +125,10 @@ public:
     /// Leases a connection for a READ COMMITTED transaction (begun with its first statement).
     transaction begin();
 
-    /// Answers from the instance cache when it can. Otherwise inserts the row (one round trip for
-    /// a new context), and reads it when the insert fails with a duplicate key (the row exists, or
-    /// a concurrent creation committed it): a plain insert, since an upsert would take an
-    /// existing row exclusively and wait for every claim transaction whose foreign key checks
-    /// hold it shared.
+    /// Answers from the instance cache when it can. Otherwise reads the row (a plain read: an
+    /// upsert would take an exclusive lock on it and wait for every claim transaction whose
+    /// foreign key checks hold it shared), inserting it when missing (a concurrent creation of
+    /// the same row makes the insert fail with a duplicate key, and the row is read again).
     sequence_instance create_or_get_instance(const std::string& sequence, const std::string& context_id,
                                              timestamp created_at, timestamp retain_until);
     /// create_or_get_instance for many contexts, in request order.
