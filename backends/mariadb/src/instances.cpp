@@ -27,7 +27,7 @@ std::string instances_sql(const std::string& ids) {
 
 /// The distinct types of the PROCESSED and WAITING messages of the instances `ids` (listed): one
 /// row per (instance, state, type). Apart from instances_sql, with neither a join nor a derived
-/// table: the one read of a claim that needs a temporary table (for DISTINCT).
+/// table, so that schema V2's index answers it in its order without a temporary table.
 std::string types_sql(const std::string& ids) {
     return "SELECT DISTINCT sequence_instance_id, state, message_type FROM sequenced_message WHERE sequence_instance_id IN (" + ids +
            ") AND state IN ('PROCESSED', 'WAITING')";
