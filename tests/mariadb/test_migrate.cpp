@@ -115,18 +115,31 @@ BOOST_AUTO_TEST_CASE(a_target_outside_the_known_versions_is_misuse) {
 }
 
 // A database of schema version 1 (the first release's) takes V2's index, and the store opens it.
-BOOST_AUTO_TEST_CASE(a_version_1_database_is_upgraded) {
+/// Rows of information_schema.statistics of index `name` of this database: one per column.
+long long index_columns(soci::session& s, const std::string& name) {
+    long long columns = 0;
+    s << "SELECT count(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = :n", soci::use(name),
+        soci::into(columns);
+    return columns;
+}
+
+BOOST_AUTO_TEST_CASE(a_version_1_database_with_data_is_upgraded) {
     const auto url = mariadb_server::shared().create_database();
     BOOST_TEST(mdb::migrate(url, {.target_version = 1}).applied == std::vector<int>{1}, boost::test_tools::per_element());
+    auto s = session_on(url);
+    s << "INSERT INTO sequence_instance (name, context_id, state, created_at, retain_until, closed_at)"
+         " VALUES ('S', 'c', 'CLOSED', '2026-01-01 00:00:00', '2026-01-02 00:00:00.5', '2026-01-01 06:00:00')";
     std::string text;
     BOOST_TEST(failure_of([&] { mdb::store store({.url = url}); }, text) == "schema_mismatch");
-    BOOST_TEST(mdb::migrate(url).applied == std::vector<int>{2}, boost::test_tools::per_element());
-    auto s = session_on(url);
-    long long indexes = 0;
-    s << "SELECT count(*) FROM information_schema.statistics WHERE table_schema = DATABASE()"
-         " AND index_name = 'sequenced_message_instance_types'",
-        soci::into(indexes);
-    BOOST_TEST(indexes == 3);  // one row per column
+    BOOST_TEST(mdb::migrate(url).applied == (std::vector<int>{2, 3}), boost::test_tools::per_element());
+    BOOST_TEST(index_columns(s, "sequenced_message_instance_types") == 3);  // V2
+    BOOST_TEST(index_columns(s, "sequence_instance_closed_groups") == 5);   // V3
+    BOOST_TEST(index_columns(s, "sequence_instance_closed_window") == 0);   // V1's, replaced by V3's
+    long long retention_us = 0;
+    std::string closed_key;
+    s << "SELECT retention_us, CAST(closed_key AS CHAR) FROM sequence_instance", soci::into(retention_us), soci::into(closed_key);
+    BOOST_TEST(retention_us == 86'400'500'000LL);  // the existing row's group and closing time
+    BOOST_TEST(closed_key == "2026-01-01 06:00:00.000000");
     mdb::store store({.url = url});
 }
 

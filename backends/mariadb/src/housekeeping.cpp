@@ -1,6 +1,8 @@
 // Housekeeping (seqinbox::housekeeping_store): job locks, finding closed, expired and removable
 // instances, and removing instances with their rows.
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <span>
@@ -87,40 +89,94 @@ std::string after_key(const std::string& key, const scan_position& after) {
     return " AND (" + key + " > " + at + " OR (" + key + " = " + at + " AND i.id > " + std::to_string(after.id) + "))";
 }
 
-/// The end of a CLOSED instance's deduplication window (closed_window_end) as a DATETIME(6).
-std::string window_end_sql(std::span<const deduplication_window> windows) {
-    std::string seconds = microseconds_of("i.retain_until") + " - " + microseconds_of("i.created_at");
-    if (!windows.empty()) {
-        std::string cases = "CASE";
-        for (const auto& w : windows)
-            cases += " WHEN i.name = " + detail::bytes_literal(w.sequence) + " THEN " + std::to_string(w.window.count()) + " * 1000000";
-        seconds = cases + " ELSE " + seconds + " END";
-    }
-    return "TIMESTAMPADD(MICROSECOND, " + seconds + ", COALESCE(i.closed_at, i.created_at))";
-}
-
 std::string ids_listed(std::span<const instance_id> ids) {
     return detail::listed(ids, [](instance_id id) { return std::to_string(id); });
 }
 
 }  // namespace
 
-// Reads every CLOSED instance's window end: its cost grows with the CLOSED instances (the
-// PostgreSQL store stops at the first one of each sequence still in its window; not yet here).
+namespace {
+
+/// A (sequence, retention) group of CLOSED instances: one window length for all of them.
+struct closed_group {
+    std::string name;
+    long long retention_us = 0;
+};
+
+/// Groups per query: bounds the text of one (a union of one range scan per group).
+constexpr std::size_t groups_per_query = 100;
+
+/// The window of `group`'s instances: the sequence's (the first listed), else their retention.
+long long window_us(const closed_group& group, std::span<const deduplication_window> windows) {
+    for (const auto& w : windows)
+        if (w.sequence == group.name) return std::chrono::duration_cast<std::chrono::microseconds>(w.window).count();
+    return group.retention_us;
+}
+
+timestamp moved_back(timestamp t, long long us) {
+    return t - std::chrono::duration_cast<timestamp::duration>(std::chrono::microseconds(us));
+}
+
+/// One group's range scan of V3's index (state, name, retention_us, closed_key, id): within a
+/// group the window ends in closing order, so the scan stops at the first instance still inside
+/// its window. Its sort key is the window end (microseconds), the scan position's key.
+std::string group_scan(const closed_group& group, long long window, timestamp now, const scan_position& after, std::size_t limit) {
+    std::string sql = "(SELECT i.id, " + microseconds_of("i.closed_key") + " + " + std::to_string(window) +
+                      " AS window_end FROM sequence_instance i WHERE i.state = 'CLOSED' AND i.name = " + detail::bytes_literal(group.name) +
+                      " AND i.retention_us = " + std::to_string(group.retention_us) + " AND i.closed_key <= " + time_literal(moved_back(now, window));
+    if (after != scan_position{}) sql += after_key("i.closed_key", {moved_back(after.key, window), after.id});
+    return sql + " ORDER BY i.closed_key, i.id LIMIT " + std::to_string(limit) + ")";
+}
+
+/// Every group of CLOSED instances, one index descent each (InnoDB does not scan V3's index
+/// loosely for a DISTINCT over its virtual column): each from the end of the group before,
+/// backwards, so that it lands among the instances still inside their window rather than on the
+/// entries of those cleanup deleted at a group's start, which InnoDB's purge removes later.
+std::vector<closed_group> closed_groups(detail::connection& c) {
+    std::vector<closed_group> groups;
+    for (;;) {
+        std::string before;
+        if (!groups.empty()) {
+            const std::string name = detail::bytes_literal(groups.back().name);
+            before = " AND (name < " + name + " OR (name = " + name + " AND retention_us < " + std::to_string(groups.back().retention_us) + "))";
+        }
+        std::optional<closed_group> next;
+        c.rows("SELECT name, retention_us FROM sequence_instance WHERE state = 'CLOSED'" + before +
+                   " ORDER BY name DESC, retention_us DESC LIMIT 1",
+               [&](const detail::row& r) { next = closed_group{std::string(r.bytes(0)), number_at(r, 1)}; });
+        if (!next) return groups;
+        groups.push_back(std::move(*next));
+    }
+}
+
+struct window_passed {
+    instance_id id;
+    long long window_end_us;
+};
+
+}  // namespace
+
+// Per batch: the groups (a round trip each), then per group (groups_per_query to a query) the range scan from the
+// scan position, merged by window end: its cost grows with the groups and the batch, not with the
+// CLOSED instances still inside their window.
 std::vector<instance_id> store::closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
                                                  scan_position& after) {
-    const std::string end = window_end_sql(windows);
+    if (limit == 0) return {};
     return detail::autocommitted(*pool_, "finding closed instances past their deduplication window", [&](detail::connection& c) {
+        const std::vector<closed_group> groups = closed_groups(c);
+        std::vector<window_passed> found;
+        for (std::size_t first = 0; first < groups.size(); first += groups_per_query) {
+            std::string sql;
+            for (std::size_t g = first; g < std::min(groups.size(), first + groups_per_query); ++g)
+                sql += (sql.empty() ? "" : " UNION ALL ") + group_scan(groups[g], window_us(groups[g], windows), now, after, limit);
+            c.rows(sql + " ORDER BY window_end, id LIMIT " + std::to_string(limit),
+                   [&](const detail::row& r) { found.push_back({number_at(r, 0), number_at(r, 1)}); });
+            std::ranges::sort(found, {}, [](const window_passed& w) { return std::pair(w.window_end_us, w.id); });
+            if (found.size() > limit) found.resize(limit);
+        }
         std::vector<instance_id> ids;
-        long long last_end = 0;
-        c.rows("SELECT i.id, " + microseconds_of("e.window_end") + " FROM sequence_instance i JOIN (SELECT i.id, " + end +
-                   " AS window_end FROM sequence_instance i WHERE i.state = 'CLOSED') e ON e.id = i.id WHERE e.window_end <= " +
-                   time_literal(now) + after_key("e.window_end", after) + " ORDER BY e.window_end, i.id LIMIT " + std::to_string(limit),
-               [&](const detail::row& r) {
-                   ids.push_back(number_at(r, 0));
-                   last_end = number_at(r, 1);
-               });
-        if (!ids.empty()) after = {detail::from_microseconds(last_end), ids.back()};
+        for (const auto& w : found) ids.push_back(w.id);
+        if (!found.empty()) after = {detail::from_microseconds(found.back().window_end_us), found.back().id};
         return ids;
     });
 }
