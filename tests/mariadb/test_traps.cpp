@@ -154,6 +154,42 @@ BOOST_AUTO_TEST_CASE(a_concurrent_claim_wins_when_the_holders_connection_is_kill
     BOOST_TEST(f.store.statistics().connections_replaced == replaced + 1);
 }
 
+// An idle pooled session the server ended (an operator's KILL, wait_timeout: 8 hours by default,
+// a relay idle overnight) is noticed when the pool hands it out, without a round trip, and replaced:
+// the delivery that takes it does not fail.
+BOOST_AUTO_TEST_CASE(an_idle_pooled_connection_killed_by_an_operator_is_replaced_before_use) {
+    fixture f;
+    const auto instance = instance_of(f);
+    std::uint64_t pooled = 0;
+    {
+        auto tx = f.store.begin();
+        tx.find_messages({"T", "k0"});
+        pooled = connection_of(tx);
+        tx.commit();
+    }
+    f.inspection() << "KILL CONNECTION " + std::to_string(pooled);
+    const auto replaced = f.store.statistics().connections_replaced;
+    auto tx = f.store.begin();
+    BOOST_TEST(tx.claim(request(instance)).won);
+    tx.commit();
+    BOOST_TEST(connection_of(tx) != pooled);
+    BOOST_TEST(f.store.statistics().connections_replaced == replaced + 1);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_pooled_connection_past_the_servers_wait_timeout_is_replaced_before_use) {
+    fixture f;
+    const auto instance = instance_of(f);
+    {
+        auto tx = f.store.begin();
+        tx.session() << "SET SESSION wait_timeout = 1";  // as if 8 hours had passed
+        tx.commit();
+    }
+    std::this_thread::sleep_for(2500ms);
+    auto tx = f.store.begin();
+    BOOST_TEST(tx.claim(request(instance)).won);
+    tx.commit();
+}
+
 BOOST_AUTO_TEST_CASE(deleting_a_claim_waits_neither_for_another_keys_nor_for_its_own_keys_uncommitted_claim) {
     fixture f;
     const auto instance = instance_of(f);

@@ -1,5 +1,7 @@
 #include "pool.hpp"
 
+#include <poll.h>
+
 #include <random>
 
 #include <soci/mysql/soci-mysql.h>
@@ -111,6 +113,11 @@ long long connection::affected(const std::string& sql) {
     return count;
 }
 
+bool connection::ended_while_idle() const noexcept {
+    pollfd socket{static_cast<int>(mysql_get_socket(native(*session_))), POLLIN, 0};
+    return ::poll(&socket, 1, 0) != 0;  // an idle session is sent nothing: anything there ends it
+}
+
 bool connection::server_in_transaction() const {
     unsigned int status = 0;
     if (mariadb_get_infov(native(*session_), MARIADB_CONNECTION_SERVER_STATUS, &status) != 0) return false;
@@ -135,7 +142,18 @@ long long pool::next_claim_token() noexcept {
     return static_cast<long long>(token_.fetch_add(1, std::memory_order_relaxed) & 0x7fffffffffffffffULL);
 }
 
+// An idle session the server ended is dropped and another taken: a relay idle past wait_timeout
+// (8 hours by default) would otherwise fail a delivery per pooled session before it got through.
 lease pool::acquire() {
+    for (;;) {
+        std::unique_ptr<connection> idle = take_idle_or_place();
+        if (!idle) return open_new();
+        if (!idle->ended_while_idle()) return {shared_from_this(), std::move(idle)};
+        drop(std::move(idle));
+    }
+}
+
+std::unique_ptr<connection> pool::take_idle_or_place() {
     std::unique_lock lock(mutex_);
     const bool free = available_.wait_for(lock, options_.acquire_timeout,
                                           [this] { return !idle_.empty() || open_ < options_.pool_size; });
@@ -145,17 +163,20 @@ lease pool::acquire() {
                         std::to_string(options_.acquire_timeout.count()) +
                         " ms; raise store_options::pool_size (a requires_new step needs a second connection per "
                         "consumer thread) or acquire_timeout");
-    if (!idle_.empty()) {
-        auto conn = std::move(idle_.back());
-        idle_.pop_back();
-        return {shared_from_this(), std::move(conn)};
+    if (idle_.empty()) {
+        ++open_;
+        return nullptr;
     }
-    ++open_;
-    lock.unlock();
+    auto conn = std::move(idle_.back());
+    idle_.pop_back();
+    return conn;
+}
+
+lease pool::open_new() {
     try {
         return {shared_from_this(), std::make_unique<connection>(options_, counts_)};
     } catch (...) {
-        lock.lock();
+        std::lock_guard lock(mutex_);
         --open_;
         available_.notify_one();
         throw;
@@ -163,18 +184,19 @@ lease pool::acquire() {
 }
 
 void pool::give_back(std::unique_ptr<connection> conn) noexcept {
-    const bool keep = !conn->broken() && !conn->in_transaction;
-    if (!keep) {
-        counts_.connections_replaced.fetch_add(1, std::memory_order_relaxed);
-        // The server may have crashed or been restored: the ids it gave may have gone with it.
-        instances_.clear();
-        conn.reset();  // outside the lock: closing a socket may take time
-    }
+    if (conn->broken() || conn->in_transaction) return drop(std::move(conn));
     std::lock_guard lock(mutex_);
-    if (keep)
-        idle_.push_back(std::move(conn));
-    else
-        --open_;
+    idle_.push_back(std::move(conn));
+    available_.notify_one();
+}
+
+void pool::drop(std::unique_ptr<connection> conn) noexcept {
+    counts_.connections_replaced.fetch_add(1, std::memory_order_relaxed);
+    // The server may have crashed or been restored: the ids it gave may have gone with it.
+    instances_.clear();
+    conn.reset();  // outside the lock: closing a socket may take time
+    std::lock_guard lock(mutex_);
+    --open_;
     available_.notify_one();
 }
 

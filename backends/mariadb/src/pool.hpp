@@ -61,6 +61,10 @@ public:
     /// statement) while the store thought it open.
     bool server_in_transaction() const;
 
+    /// Whether the server ended the session while it was idle (an operator's KILL, wait_timeout,
+    /// a restart): it then sent an error or closed the socket, which is readable. No round trip.
+    bool ended_while_idle() const noexcept;
+
     void mark_broken() noexcept { broken_ = true; }
     bool broken() const noexcept { return broken_; }
     /// Set while a transaction is open on the connection (BEGIN sent, no COMMIT or ROLLBACK yet).
@@ -119,6 +123,12 @@ public:
     bool durable_commits = true;
 
 private:
+    /// An idle connection, or nullptr with a place reserved for a new one (open_new).
+    std::unique_ptr<connection> take_idle_or_place();
+    lease open_new();
+    /// Closes `conn`, broken or ended, and frees its place in the pool.
+    void drop(std::unique_ptr<connection> conn) noexcept;
+
     const store_options options_;
     counters counts_;
     seqinbox::detail::instance_cache instances_;
