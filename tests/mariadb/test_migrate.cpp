@@ -143,6 +143,20 @@ BOOST_AUTO_TEST_CASE(a_version_1_database_with_data_is_upgraded) {
     mdb::store store({.url = url});
 }
 
+// A server whose sessions start with autocommit off (`autocommit = 0` in its configuration): each
+// script's history row is committed with it, so that a second run applies nothing again.
+BOOST_AUTO_TEST_CASE(a_server_whose_sessions_start_without_autocommit_records_every_version) {
+    const auto url = mariadb_server::shared().create_database();
+    soci::session admin(soci::mysql, mariadb_server::shared().soci_connect());
+    admin << "SET GLOBAL autocommit = 0";
+    std::string text;
+    const auto failure = failure_of([&] { mdb::migrate(url); }, text);
+    const auto again = failure == "none" ? mdb::migrate(url).applied : std::vector<int>{-1};
+    admin << "SET GLOBAL autocommit = 1";
+    BOOST_TEST(failure == "none", text);
+    BOOST_TEST(again.empty());
+}
+
 BOOST_AUTO_TEST_CASE(an_unreachable_server_is_a_connection_error_naming_the_redacted_url) {
     const std::string url = "mariadb://root:s3cret@127.0.0.1:" + std::to_string(seqinbox::test::unused_port()) + "/nowhere";
     std::string text;

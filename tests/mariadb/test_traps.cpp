@@ -190,6 +190,31 @@ BOOST_AUTO_TEST_CASE(an_idle_pooled_connection_past_the_servers_wait_timeout_is_
     tx.commit();
 }
 
+/// The server's sessions start with autocommit off (`autocommit = 0` in a server's configuration,
+/// which some installations set) while this lives.
+struct sessions_start_without_autocommit {
+    explicit sessions_start_without_autocommit(soci::session& admin) : admin_(&admin) { admin << "SET GLOBAL autocommit = 0"; }
+    ~sessions_start_without_autocommit() { *admin_ << "SET GLOBAL autocommit = 1"; }
+    sessions_start_without_autocommit(const sessions_start_without_autocommit&) = delete;
+    sessions_start_without_autocommit& operator=(const sessions_start_without_autocommit&) = delete;
+    soci::session* admin_;
+};
+
+// What the store does outside a transaction (an instance created, its row committed at once) must
+// not become an implicit transaction that nobody commits and whose locks the pooled session keeps.
+BOOST_AUTO_TEST_CASE(a_server_whose_sessions_start_without_autocommit_commits_what_the_store_does_outside_transactions) {
+    fixture f;
+    sessions_start_without_autocommit off(f.inspection());
+    si::mariadb::store store(si::conformance::detail::mariadb_fixture_options(f.url));
+    const auto instance = store.create_or_get_instance("S", "new", now(), now() + 24h).id;
+    long long committed = 0;
+    f.inspection() << "SELECT count(*) FROM sequence_instance WHERE id = " + std::to_string(instance), soci::into(committed);
+    BOOST_TEST(committed == 1);
+    auto tx = store.begin();  // and a claim on it goes through: nothing holds the instance's row
+    BOOST_TEST(tx.claim(request(instance)).won);
+    tx.commit();
+}
+
 BOOST_AUTO_TEST_CASE(deleting_a_claim_waits_neither_for_another_keys_nor_for_its_own_keys_uncommitted_claim) {
     fixture f;
     const auto instance = instance_of(f);

@@ -133,8 +133,9 @@ std::unique_ptr<soci::session> connect(const std::string& url, std::chrono::seco
                     "08001");
     }
     try {
-        // Integers formatted here, never user text.
-        *session << "SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00',"
+        // Integers formatted here, never user text. autocommit: a server may start sessions
+        // without it, and what the store does outside a transaction would then stay uncommitted.
+        *session << "SET SESSION autocommit = 1, tx_isolation = 'READ-COMMITTED', time_zone = '+00:00',"
                     " sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION',"
                     " innodb_lock_wait_timeout = " +
                         std::to_string(std::max<long long>(1, lock_wait.count()));
