@@ -215,6 +215,41 @@ BOOST_AUTO_TEST_CASE(a_server_whose_sessions_start_without_autocommit_commits_wh
     tx.commit();
 }
 
+// A primary demoted to read-only (`read_only = 1`, as failover tools and proxies do) refuses the
+// store's writes: the delivery is not acknowledged and the session is dropped, so that the next one
+// is opened anew, where a proxy or a virtual IP leads to the primary of now.
+BOOST_AUTO_TEST_CASE(a_server_that_turned_read_only_drops_the_session_like_a_lost_connection) {
+    fixture f;
+    // read_only binds users without the READ ONLY ADMIN privilege, as a service's user is.
+    f.inspection() << "CREATE USER IF NOT EXISTS 'inbox'@'127.0.0.1' IDENTIFIED BY 'pw'";
+    f.inspection() << "GRANT ALL ON " + seqinbox::test::mariadb_server::database_of(f.url) + ".* TO 'inbox'@'127.0.0.1'";
+    auto options = si::conformance::detail::mariadb_fixture_options(f.url);
+    options.url.replace(options.url.find("root@"), 5, "inbox:pw@");
+    si::mariadb::store store(options);
+    const auto instance = store.create_or_get_instance("S", "c1", now(), now() + 24h).id;
+    f.inspection() << "SET GLOBAL read_only = 1";
+    const auto replaced = store.statistics().connections_replaced;
+    std::string text;
+    const auto refused = [&] {
+        try {
+            auto tx = store.begin();
+            tx.claim(request(instance));
+            tx.commit();
+        } catch (const si::error& e) {
+            text = e.what();
+            return e.category();
+        }
+        return si::error_category::internal;
+    }();
+    f.inspection() << "SET GLOBAL read_only = 0";
+    BOOST_TEST(refused == si::error_category::connection, text);
+    BOOST_TEST(text.find("read-only") != std::string::npos, text);
+    BOOST_TEST(store.statistics().connections_replaced == replaced + 1);
+    auto tx = store.begin();
+    BOOST_TEST(tx.claim(request(instance)).won);
+    tx.commit();
+}
+
 BOOST_AUTO_TEST_CASE(deleting_a_claim_waits_neither_for_another_keys_nor_for_its_own_keys_uncommitted_claim) {
     fixture f;
     const auto instance = instance_of(f);

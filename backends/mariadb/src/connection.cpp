@@ -160,6 +160,13 @@ bool lost_connection(const soci::soci_error& e) {
     return false;
 }
 
+bool refuses_writes(const soci::soci_error& e) {
+    const unsigned n = error_number(e);
+    return n == ER_READ_ONLY_MODE || (n == ER_OPTION_PREVENTS_STATEMENT && e.get_error_message().find("read-only") != std::string::npos);
+}
+
+bool ends_session(const soci::soci_error& e) { return lost_connection(e) || refuses_writes(e); }
+
 bool ends_transaction(const soci::soci_error& e) { return error_number(e) == ER_LOCK_DEADLOCK; }
 
 void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view url) {
@@ -171,6 +178,12 @@ void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view
                     where + ": the connection to MariaDB was lost (" + what +
                         "); the delivery was not acknowledged and is retried on a new connection",
                     "08S01");
+    if (refuses_writes(e))
+        throw error(error_category::connection,
+                    where + ": the server refuses writes (" + what +
+                        "): it is read-only, a demoted primary or a replica; the delivery was not acknowledged and is retried on a "
+                        "new connection (point the URL at the primary, e.g. through a proxy or a virtual IP that follows failovers)",
+                    "25006");
     switch (n) {
     case ER_NO_REFERENCED_ROW_2:
     case ER_NO_REFERENCED_ROW:

@@ -36,11 +36,19 @@ unsigned error_number(const soci::soci_error& e);
 /// Whether `e` means the connection is gone (client errors 2006, 2013 and kin, 1927 killed).
 bool lost_connection(const soci::soci_error& e);
 
+/// Whether `e` is the server refusing writes (1290 with --read-only, 1836): a primary demoted
+/// since the session was opened, or a replica.
+bool refuses_writes(const soci::soci_error& e);
+
+/// Whether the store drops the session after `e` (lost, or refusing writes: a new session may
+/// reach the primary of now through a proxy or a virtual IP).
+bool ends_session(const soci::soci_error& e);
+
 /// Whether after `e` the server has rolled the whole transaction back (deadlock 1213; lock
 /// wait timeout 1205 rolls back the statement alone, and the store rolls back the rest).
 bool ends_transaction(const soci::soci_error& e);
 
-/// Rethrows a SOCI error as seqinbox::error: connection (lost connections), retryable (1213
+/// Rethrows a SOCI error as seqinbox::error: connection (lost connections, writes refused), retryable (1213
 /// deadlock, 1205 lock wait timeout, 1317 statement interrupted, and 1452 foreign key failure:
 /// an instance removed meanwhile, with SQLSTATE 23503), otherwise internal; with a SQLSTATE.
 /// `doing` says what failed ("claiming ...").

@@ -201,7 +201,7 @@ void pool::drop(std::unique_ptr<connection> conn) noexcept {
 }
 
 void fail(connection& conn, const soci::soci_error& e, std::string_view doing, std::string_view url) {
-    if (lost_connection(e)) conn.mark_broken();
+    if (ends_session(e)) conn.mark_broken();
     rethrow(e, doing, url);
 }
 

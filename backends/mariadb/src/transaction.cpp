@@ -63,7 +63,7 @@ long long store::transaction::impl::affected(std::string_view doing, const std::
 }
 
 void store::transaction::impl::fail(const soci::soci_error& e, std::string_view doing) {
-    if (detail::lost_connection(e)) {
+    if (detail::ends_session(e)) {
         conn_->mark_broken();
         active_ = false;
     } else if (detail::ends_transaction(e)) {
