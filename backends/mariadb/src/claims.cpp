@@ -1,5 +1,6 @@
 // store::transaction::claim and claim_batch: the insert-first claim on InnoDB (see store.hpp).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -28,6 +29,19 @@ std::string claim_sql(const std::string& values) {
 
 /// How often a claim that began its transaction is redone after a deadlock.
 constexpr int claim_attempts = 5;
+
+/// The length of `statements` sent together.
+std::size_t total_length(const std::vector<detail::statement>& statements) {
+    std::size_t length = 0;
+    for (const auto& s : statements) length += s.sql.size() + 2;
+    return length;
+}
+
+/// What a claim of `requests` is doing, for its errors.
+std::string claiming(std::span<const claim_request> requests) {
+    return requests.size() == 1 ? "claiming message " + requests[0].key.type + " " + requests[0].key.idempotence_id
+                                : "claiming a batch of " + std::to_string(requests.size()) + " messages";
+}
 
 }  // namespace
 
@@ -62,7 +76,7 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
 // won ones. A claim that fails stops the rest.
 template <class OnClaimRow>
 std::map<instance_id, instance_lock> store::transaction::claim_and_lock(std::span<const claim_request> requests, long long token,
-                                                                        const std::string& values, OnClaimRow on_claim_row,
+                                                                        const std::vector<std::string>& values, OnClaimRow on_claim_row,
                                                                         std::vector<message_record>& rows) {
     std::vector<claim_key> keys;
     std::set<instance_id> instances;
@@ -73,17 +87,54 @@ std::map<instance_id, instance_lock> store::transaction::claim_and_lock(std::spa
     const std::vector<instance_id> ids(instances.begin(), instances.end());
     std::map<instance_id, instance_lock> locks;
     std::vector<detail::statement> statements;
-    statements.push_back({claim_sql(values), on_claim_row});
+    statements.push_back({claim_sql(detail::listed(values, [](const std::string& v) { return v; })), on_claim_row});
     statements.push_back({detail::lock_won_instances_sql(keys, token)});
     detail::read_instances_with_types(ids, locks, statements);
     statements.push_back(detail::messages_with_keys(keys, rows));
+    if (total_length(statements) > impl_->conn().max_query_bytes())
+        return claim_and_lock_in_parts(requests, token, values, on_claim_row, rows);
     try {
-        impl_->send(requests.size() == 1 ? "claiming message " + requests[0].key.type + " " + requests[0].key.idempotence_id
-                                         : "claiming a batch of " + std::to_string(requests.size()) + " messages",
-                    std::move(statements));
+        impl_->send(claiming(requests), std::move(statements));
     } catch (const error& e) {
         if (e.sqlstate() == instance_removed_sqlstate)
             for (auto id : ids) impl_->pool().instances().forget(id);
+        throw;
+    }
+    return locks;
+}
+
+// A claim whose SQL is more than one query may carry (thousands of keys with long ids): the claim
+// inserts in parts that each fit, in key order as in one statement; then, the won keys known, the
+// lock of their instances in id order, as the token's lock takes them, and the reads under it, in
+// as many queries as they need. Two round trips or more where one query would be refused.
+template <class OnClaimRow>
+std::map<instance_id, instance_lock> store::transaction::claim_and_lock_in_parts(std::span<const claim_request> requests, long long token,
+                                                                                 const std::vector<std::string>& values,
+                                                                                 OnClaimRow on_claim_row, std::vector<message_record>& rows) {
+    const std::size_t budget = impl_->conn().max_list_bytes();
+    std::set<claim_key> won;
+    const std::function<void(const detail::row&)> on_row = [&](const detail::row& row) {
+        on_claim_row(row);
+        if (detail::number_at(row, 2) == token) won.insert({detail::text_at(row, 0), detail::text_at(row, 1)});
+    };
+    std::vector<detail::statement> claims;
+    for (const auto& part : detail::joined_within(values, ", ", budget)) claims.push_back({claim_sql(part), on_row});
+    std::set<instance_id> instances;
+    std::map<instance_id, instance_lock> locks;
+    try {
+        impl_->send(claiming(requests), std::move(claims));
+        std::vector<claim_key> won_keys(won.begin(), won.end());
+        for (const auto& r : requests)
+            if (won.contains(r.key)) instances.insert(r.instance);
+        if (instances.empty()) return locks;
+        const std::vector<instance_id> ids(instances.begin(), instances.end());
+        std::vector<detail::statement> reads{{detail::lock_instances_sql(ids)}};
+        detail::read_instances_with_types(ids, locks, reads);
+        for (auto& read : detail::messages_with_keys_within(won_keys, rows, budget)) reads.push_back(std::move(read));
+        impl_->send(claiming(requests), std::move(reads));
+    } catch (const error& e) {
+        if (e.sqlstate() == instance_removed_sqlstate)
+            for (const auto& r : requests) impl_->pool().instances().forget(r.instance);
         throw;
     }
     return locks;
@@ -93,7 +144,7 @@ claim_result store::transaction::claim_once(const claim_request& request) {
     const long long token = impl_->pool().next_claim_token();
     bool won = false;
     claim_result result;
-    auto locks = claim_and_lock({&request, 1}, token, claim_values(request, token),
+    auto locks = claim_and_lock({&request, 1}, token, {claim_values(request, token)},
                                       [&](const detail::row& row) { won = detail::number_at(row, 2) == token; }, result.rows);
     if (!won) return {};
     detail::finish_instances({request.instance}, locks);
@@ -116,8 +167,8 @@ std::vector<claim_result> store::transaction::claim_batch_once(std::span<const c
                                                     requests[order[i]].key.idempotence_id + " is requested twice");
 
     const long long token = impl_->pool().next_claim_token();
-    std::string values;
-    for (std::size_t i : order) values += (values.empty() ? "" : ", ") + claim_values(requests[i], token);
+    std::vector<std::string> values;
+    for (std::size_t i : order) values.push_back(claim_values(requests[i], token));
     std::set<claim_key> won;
     std::vector<message_record> read;
     auto locks = claim_and_lock(

@@ -112,6 +112,16 @@ std::string any_key(const std::vector<claim_key>& keys, std::string_view prefix)
     return text;
 }
 
+std::vector<std::string> joined_within(const std::vector<std::string>& items, std::string_view separator, std::size_t budget) {
+    std::vector<std::string> lists;
+    for (const auto& item : items) {
+        if (lists.empty() || lists.back().size() + separator.size() + item.size() > budget) lists.emplace_back();
+        else lists.back() += separator;
+        lists.back() += item;
+    }
+    return lists;
+}
+
 bool null_at(const row& r, std::size_t i) { return r.null(i); }
 
 std::string text_at(const row& r, std::size_t i) { return std::string(r.bytes(i)); }

@@ -45,6 +45,10 @@ std::string listed(const Range& values, Render render) {
     return text;
 }
 
+/// `items` joined by `separator` into consecutive lists of at most `budget` bytes each (an item
+/// longer than that alone): the lists of multi-row statements too long for one query.
+std::vector<std::string> joined_within(const std::vector<std::string>& items, std::string_view separator, std::size_t budget);
+
 timestamp from_microseconds(long long us);
 std::string_view state_text(message_state s);
 message_state parse_message_state(std::string_view s);

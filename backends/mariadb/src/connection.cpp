@@ -193,6 +193,8 @@ void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view
         throw error(error_category::retryable, where + ": " + what + " (store_options::lock_wait_timeout); retry", "HY000");
     case ER_QUERY_INTERRUPTED: throw error(error_category::retryable, where + ": " + what + "; retry", "70100");
     case ER_CON_COUNT_ERROR: throw error(error_category::retryable, where + ": " + what + "; retry", "08004");
+    case ER_NET_PACKET_TOO_LARGE:  // the store's own check (pool.cpp) or the server's: no query can carry it, ever
+        throw error(error_category::bad_message, where + ": " + what + "; not retryable: delivered again, it fails again", "54000");
     case ER_NO_SUCH_TABLE:
     case ER_BAD_FIELD_ERROR:
         throw error(error_category::schema_mismatch, where + ": " + what + "; run `seqinbox migrate` on this database", "42S02");

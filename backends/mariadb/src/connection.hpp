@@ -50,7 +50,8 @@ bool ends_transaction(const soci::soci_error& e);
 
 /// Rethrows a SOCI error as seqinbox::error: connection (lost connections, writes refused), retryable (1213
 /// deadlock, 1205 lock wait timeout, 1317 statement interrupted, and 1452 foreign key failure:
-/// an instance removed meanwhile, with SQLSTATE 23503), otherwise internal; with a SQLSTATE.
+/// an instance removed meanwhile, with SQLSTATE 23503), bad_message (1153: a statement larger
+/// than a query may be, SQLSTATE 54000), otherwise internal; with a SQLSTATE.
 /// `doing` says what failed ("claiming ...").
 [[noreturn]] void rethrow(const soci::soci_error& e, std::string_view doing, std::string_view url);
 

@@ -27,5 +27,8 @@ void read_instances_with_types(const std::vector<instance_id>& ids, std::map<ins
 void finish_instances(const std::vector<instance_id>& ids, std::map<instance_id, instance_lock>& locks);
 /// Reads the rows of every key of `keys`, by id, without payloads, into `rows`.
 statement messages_with_keys(const std::vector<claim_key>& keys, std::vector<message_record>& rows);
+/// The same in as many statements as it takes for none to list more than `budget` bytes of keys
+/// (each key's rows come from one of them, by id).
+std::vector<statement> messages_with_keys_within(const std::vector<claim_key>& keys, std::vector<message_record>& rows, std::size_t budget);
 
 }  // namespace seqinbox::mariadb::detail

@@ -59,11 +59,35 @@ std::string key_lock_sql(const message_record& row) {
 
 std::string message_name(const message_record& row) { return "message " + row.type + " " + row.idempotence_id; }
 
+/// What storing `row` is doing, with the size of the record it keeps (what makes its statement long).
+std::string storing(const message_record& row) {
+    std::string doing = "storing the state of " + message_name(row);
+    if (!row.payload) return doing;
+    const auto& e = *row.payload;
+    std::size_t headers = 0;
+    for (const auto& h : e.headers) headers += h.name.size() + h.value.size();
+    return doing + " (its record: value " + std::to_string(e.value ? e.value->size() : 0) + " bytes, key " +
+           std::to_string(e.key ? e.key->size() : 0) + ", headers " + std::to_string(headers) + ")";
+}
+
+detail::statement messages_matching(const std::string& condition, std::vector<message_record>& rows) {
+    return {"SELECT " + detail::message_columns() + " FROM sequenced_message m WHERE " + condition + " ORDER BY m.id",
+            [&rows](const detail::row& r) { rows.push_back(detail::message_at(r, false)); }};
+}
+
 }  // namespace
 
 detail::statement detail::messages_with_keys(const std::vector<claim_key>& keys, std::vector<message_record>& rows) {
-    return {"SELECT " + message_columns() + " FROM sequenced_message m WHERE " + any_key(keys, "m.") + " ORDER BY m.id",
-            [&rows](const row& r) { rows.push_back(message_at(r, false)); }};
+    return messages_matching(any_key(keys, "m."), rows);
+}
+
+std::vector<detail::statement> detail::messages_with_keys_within(const std::vector<claim_key>& keys, std::vector<message_record>& rows,
+                                                                 std::size_t budget) {
+    std::vector<std::string> conditions;
+    for (const auto& key : keys) conditions.push_back("(" + key_condition(key, "m.") + ")");
+    std::vector<statement> statements;
+    for (const auto& condition : joined_within(conditions, " OR ", budget)) statements.push_back(messages_matching(condition, rows));
+    return statements;
 }
 
 std::vector<message_record> store::transaction::find_messages(const claim_key& key) {
@@ -79,22 +103,26 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
 
 std::vector<std::vector<message_record>> store::transaction::waiting_messages(std::span<const waiting_query> queries) {
     std::vector<std::vector<message_record>> answers(queries.size());
-    std::string conditions;
+    std::vector<std::string> conditions;
     for (const auto& q : queries) {
         if (q.types.empty()) continue;
-        conditions += std::string(conditions.empty() ? "" : " OR ") + "(m.sequence_instance_id = " + std::to_string(q.instance) +
-                      " AND m.message_type IN (" + types_listed(q.types) + "))";
+        conditions.push_back("(m.sequence_instance_id = " + std::to_string(q.instance) + " AND m.message_type IN (" +
+                             types_listed(q.types) + "))");
     }
     if (conditions.empty()) return answers;
-    std::map<instance_id, std::vector<message_record>> by_instance;
-    impl_->rows("reading waiting messages", "SELECT " + detail::message_columns_with_record() +
-                                                " FROM sequenced_message m WHERE m.state = 'WAITING' AND (" + conditions + ") ORDER BY m.id",
-                [&](const detail::row& row) {
-                    auto m = detail::message_at(row, true);
-                    by_instance[m.instance].push_back(std::move(m));
-                });
+    // By id: an instance named in two statements (two queries of it) gives its rows once.
+    std::map<instance_id, std::map<message_id, message_record>> by_instance;
+    std::vector<detail::statement> reads;
+    for (const auto& part : detail::joined_within(conditions, " OR ", impl_->conn().max_list_bytes()))
+        reads.push_back({"SELECT " + detail::message_columns_with_record() + " FROM sequenced_message m WHERE m.state = 'WAITING' AND (" +
+                             part + ")",
+                         [&](const detail::row& row) {
+                             auto m = detail::message_at(row, true);
+                             by_instance[m.instance].insert_or_assign(m.id, std::move(m));
+                         }});
+    impl_->send("reading waiting messages", std::move(reads));
     for (std::size_t i = 0; i < queries.size(); ++i) {
-        for (const auto& m : by_instance[queries[i].instance])
+        for (const auto& [id, m] : by_instance[queries[i].instance])
             for (const auto& type : queries[i].types)
                 if (m.type == type) {
                     answers[i].push_back(m);
@@ -109,7 +137,7 @@ void store::transaction::insert_message(message_record row) { impl_->run("insert
 stored_as store::transaction::store_message(message_record row) { return store_message(std::move(row), false); }
 
 stored_as store::transaction::store_message(message_record row, bool write_at_commit) {
-    const std::string doing = "storing the state of " + message_name(row);
+    const std::string doing = storing(row);
     const std::string key = detail::key_condition(row.key());
     // The key's lock row, held until the transaction ends; then the key's rows as committed now.
     bool processed = false, waiting = false;
@@ -145,7 +173,7 @@ stored_as store::transaction::store_message(message_record row, bool write_at_co
 /// trip: BEGIN, the key's lock, the insert unless a row of the key exists, COMMIT. Whether it
 /// inserted; when not, only the lock row was written.
 bool store::transaction::insert_if_first(const message_record& row) {
-    const std::string doing = "storing the state of " + message_name(row);
+    const std::string doing = storing(row);
     long long inserted = 0;
     impl_->at_commit.emplace_back(doing, detail::statement{key_lock_sql(row)});
     impl_->at_commit.emplace_back(doing, detail::statement{insert_sql(row, " WHERE NOT EXISTS (SELECT 1 FROM sequenced_message WHERE " +

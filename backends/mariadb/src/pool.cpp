@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include <mysqld_error.h>
+
 #include <soci/mysql/soci-mysql.h>
 
 #include "codec.hpp"
@@ -32,6 +34,13 @@ void take_result(MYSQL* my, const statement& s) {
         if (s.each) s.each(row(values, mysql_fetch_lengths(result), columns));
 }
 
+// The server counts the command byte and the packet header against max_allowed_packet too, and a
+// margin keeps clear of any other byte it counts.
+constexpr std::size_t query_margin = 1024;
+// What a multi-row statement holds besides its list of values (the longest: the message read's
+// column list).
+constexpr std::size_t statement_room = 4096;
+
 /// Reads and drops what the server still sends after an exception left a send unfinished.
 void drain(MYSQL* my) noexcept {
     while (mysql_next_result(my) == 0)
@@ -45,9 +54,11 @@ connection::connection(const store_options& options, counters& counts)
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
     try {
         allow_several_statements(true);
-        rows("SELECT CONNECTION_ID(), @@innodb_flush_log_at_trx_commit", [this](const row& r) {
+        rows("SELECT CONNECTION_ID(), @@innodb_flush_log_at_trx_commit, @@max_allowed_packet", [this](const row& r) {
             server_id_ = static_cast<std::uint64_t>(number_at(r, 0));
             flush_setting_ = static_cast<int>(number_at(r, 1));
+            max_allowed_packet_ = static_cast<std::size_t>(number_at(r, 2));
+            max_query_bytes_ = max_allowed_packet_ > 2 * query_margin ? max_allowed_packet_ - query_margin : max_allowed_packet_ / 2;
         });
     } catch (const soci::soci_error& e) {
         rethrow(e, "setting up the new connection", options.url);
@@ -65,17 +76,60 @@ void connection::allow_several_statements(bool allow) {
     several_ = allow;
 }
 
+std::size_t connection::max_list_bytes() const noexcept {
+    return max_query_bytes_ > 2 * statement_room ? max_query_bytes_ - statement_room : max_query_bytes_ / 2;
+}
+
+// A query larger than max_allowed_packet is refused by the server (1153), which then closes the
+// connection: the same work failed so every time it came again. So statements go in as many
+// queries as it takes, and one that no query can carry is not sent.
 void connection::send(std::span<const statement> statements) {
     if (statements.empty()) return;
     failed_statement_ = 0;
+    check_each_fits(statements);
+    for (std::size_t first = 0; first < statements.size();) {
+        const std::size_t together = fitting_together(statements.subspan(first));
+        send_together(statements.subspan(first, together), first);
+        first += together;
+    }
+}
+
+std::size_t connection::fitting_together(std::span<const statement> statements) const noexcept {
+    std::size_t length = statements.front().sql.size(), count = 1;
+    for (; count < statements.size(); ++count) {
+        length += 2 + statements[count].sql.size();  // ";\n" before it
+        if (length > max_query_bytes_) break;
+    }
+    return count;
+}
+
+void connection::check_each_fits(std::span<const statement> statements) {
+    for (std::size_t i = 0; i < statements.size(); ++i) {
+        const std::size_t length = statements[i].sql.size();
+        if (length <= max_query_bytes_) continue;
+        failed_statement_ = i;
+        throw soci::mysql_soci_error("a statement of " + std::to_string(length) + " bytes, more than the " +
+                                         std::to_string(max_query_bytes_) + " bytes one query may carry on this server (max_allowed_packet " +
+                                         std::to_string(max_allowed_packet_) +
+                                         "); the store writes every value as hex, twice its size: a record must stay under about " +
+                                         std::to_string(max_query_bytes_ / 2) + " bytes, or max_allowed_packet be raised",
+                                     ER_NET_PACKET_TOO_LARGE);
+    }
+}
+
+void connection::send_together(std::span<const statement> statements, std::size_t first) {
     if (statements.size() > 1) allow_several_statements(true);
     count_round_trip();
     std::string text;
     for (const auto& s : statements) (text += text.empty() ? "" : ";\n") += s.sql;
     MYSQL* my = native(*session_);
-    if (mysql_real_query(my, text.data(), text.size()) != 0) throw_client_error(my);
+    if (mysql_real_query(my, text.data(), text.size()) != 0) {
+        failed_statement_ = first;
+        if (mysql_errno(my) == ER_NET_PACKET_TOO_LARGE) broken_ = true;  // the server closes the connection after it
+        throw_client_error(my);
+    }
     for (std::size_t i = 0;;) {
-        failed_statement_ = i;  // should reading its result fail
+        failed_statement_ = first + i;  // should reading its result fail
         try {
             take_result(my, statements[i]);
         } catch (...) {
@@ -86,7 +140,7 @@ void connection::send(std::span<const statement> statements) {
         if (next < 0) return;
         ++i;
         if (next > 0) {
-            failed_statement_ = i;
+            failed_statement_ = first + i;
             throw_client_error(my);
         }
         if (i == statements.size()) {  // more results than statements: a statement held a ';'

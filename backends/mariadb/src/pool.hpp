@@ -33,10 +33,20 @@ public:
     connection& operator=(const connection&) = delete;
 
     soci::session& session() { return *session_; }
-    /// Sends `statements` as one multi-statement query: one round trip. The server runs them in
-    /// order and stops at the first that fails, whose error is thrown as soci::mysql_soci_error
-    /// (which one: failed_statement()); the results of those before it have been handed out.
+    /// Sends `statements` as one multi-statement query: one round trip, or as many as it takes
+    /// to keep every query within max_query_bytes(). The server runs them in order and stops at
+    /// the first that fails, whose error is thrown as soci::mysql_soci_error (which one:
+    /// failed_statement()); the results of those before it have been handed out. A statement
+    /// longer than max_query_bytes() is never sent: its error (1153) is thrown first.
     void send(std::span<const statement> statements);
+    /// The longest query the server accepts on this session: its max_allowed_packet, read when
+    /// the connection was opened, less a margin.
+    std::size_t max_query_bytes() const noexcept { return max_query_bytes_; }
+    /// The longest list of values a multi-row statement may carry: max_query_bytes() less room
+    /// for the statement around it.
+    std::size_t max_list_bytes() const noexcept;
+    /// The server's max_allowed_packet, as read when the connection was opened.
+    std::size_t max_allowed_packet() const noexcept { return max_allowed_packet_; }
     /// The index in the last send() of the statement that failed.
     std::size_t failed_statement() const noexcept { return failed_statement_; }
     /// Turns the server's multi-statement option on or off for the session (a round trip when it
@@ -71,12 +81,21 @@ public:
     bool in_transaction = false;
 
 private:
+    /// How many of the first `statements` fit together in one query (at least one).
+    std::size_t fitting_together(std::span<const statement> statements) const noexcept;
+    /// Throws ER_NET_PACKET_TOO_LARGE for the first of `statements` longer than a query may be.
+    void check_each_fits(std::span<const statement> statements);
+    /// `statements` in one query; `first` is the index of the first in the caller's send().
+    void send_together(std::span<const statement> statements, std::size_t first);
+
     counters* counts_;
     std::unique_ptr<soci::session> session_;
     std::uint64_t server_id_ = 0;
     int flush_setting_ = 1;
     std::uint32_t transactions_ = 0;
     std::size_t failed_statement_ = 0;
+    std::size_t max_allowed_packet_ = 16 * 1024 * 1024;  // MariaDB's default, until read
+    std::size_t max_query_bytes_ = max_allowed_packet_;
     bool several_ = false;
     bool broken_ = false;
 };

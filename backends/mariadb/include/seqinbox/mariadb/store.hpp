@@ -272,12 +272,18 @@ private:
     std::vector<claim_result> claim_batch_once(std::span<const claim_request> requests);
     template <class Claim>
     auto redone_after_deadlock(Claim claim);
-    /// The claim of `requests` (their VALUES rows `values`, `token` in each; every returned row to
-    /// `on_claim_row`), the locks of the won claims' instances, the instances with their types,
-    /// and the keys' rows into `rows`: one round trip (src/claims.cpp).
+    /// The claim of `requests` (their VALUES rows `values`, in key order, `token` in each; every
+    /// returned row to `on_claim_row`), the locks of the won claims' instances, the instances with
+    /// their types, and the keys' rows into `rows`: one round trip, or claim_and_lock_in_parts
+    /// when that is more than one query may carry (src/claims.cpp).
     template <class OnClaimRow>
-    std::map<instance_id, instance_lock> claim_and_lock(std::span<const claim_request> requests, long long token, const std::string& values,
-                                                        OnClaimRow on_claim_row, std::vector<message_record>& rows);
+    std::map<instance_id, instance_lock> claim_and_lock(std::span<const claim_request> requests, long long token,
+                                                        const std::vector<std::string>& values, OnClaimRow on_claim_row,
+                                                        std::vector<message_record>& rows);
+    template <class OnClaimRow>
+    std::map<instance_id, instance_lock> claim_and_lock_in_parts(std::span<const claim_request> requests, long long token,
+                                                                 const std::vector<std::string>& values, OnClaimRow on_claim_row,
+                                                                 std::vector<message_record>& rows);
     /// store_message; with `write_at_commit` its write goes with the COMMIT (a transaction of its own).
     stored_as store_message(message_record row, bool write_at_commit);
     /// In a fresh transaction, which it commits: inserts `row` when the key has no row yet (src/messages.cpp).
