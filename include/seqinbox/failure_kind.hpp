@@ -18,7 +18,7 @@ enum class failure_kind {
     bad_subtype,              ///< the subtype the resolver returned is not declared
     unclassifiable,           ///< a subtype resolver, filter or context id extractor threw
     no_context_id,            ///< no context id, and the type's policy for that is dead-letter
-    unstorable_key,           ///< a key, context id, topic or header name the store cannot keep
+    unstorable_key,           ///< a key, context id, topic or header name the store cannot keep, or a record too large to buffer
     removed_by_housekeeping,  ///< still WAITING when housekeeping removed its instance
     publish_failed,           ///< the listener could not pass the message on (the relay's publication)
 };

@@ -366,7 +366,11 @@ private:
             return skipped(d, result, "already handled");
         }
         if (waits(d, locked, now)) {
-            buffer(s, locked, d, existing, now);
+            if (auto problem = buffer(s, locked, d, existing, now); !problem.empty()) {
+                fail(s, instance, d, {"the store cannot buffer the record: " + problem, failure_kind::unstorable_key});
+                result.outcome = outcome::failed;
+                return result;
+            }
             result.outcome = outcome::buffered;
             decided(about(d, decision_kind::buffered));
             return result;
@@ -469,7 +473,8 @@ private:
     void warn_if_taken_over(stored_as what, const delivery& d);
     void warn_if_taken_over(stored_as what, const claim_key& key);
     void warn_taken_over(const std::string& message);
-    void buffer(scope& s, locked_instance& locked, const delivery& d, const std::vector<message_record>& failed, timestamp now);
+    std::string buffer(scope& s, locked_instance& locked, const delivery& d, const std::vector<message_record>& failed, timestamp now);
+    std::string buffering_problem(const message_record& row) const;
     void fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault);
     void after_processed(scope& s, const delivery& d, locked_instance& locked, const std::string& type, delivery_result& result);
 

@@ -19,6 +19,7 @@ namespace seqinbox {
 // So that BOOST_TEST prints what it compares.
 inline std::ostream& operator<<(std::ostream& out, error_category c) { return out << to_string(c); }
 inline std::ostream& operator<<(std::ostream& out, outcome o) { return out << to_string(o); }
+inline std::ostream& operator<<(std::ostream& out, failure_kind k) { return out << to_string(k); }
 
 }  // namespace seqinbox
 
@@ -154,20 +155,47 @@ BOOST_AUTO_TEST_CASE(a_record_of_seven_megabytes_is_buffered_and_released) {
     BOOST_TEST(replayed_size == 7 * megabyte);
 }
 
-// A record of 9 MB is 18 MB of hex: no query can carry it. It must fail as what it is, a record
-// the store cannot keep (not retryable: it never will), naming the key and the sizes, and leave
-// the connection usable. Before, the server refused the query and closed the connection, and the
-// delivery failed as a lost connection, to be retried forever.
-BOOST_AUTO_TEST_CASE(a_record_too_large_for_any_query_fails_clearly_not_as_a_lost_connection) {
+// A record of 9 MB is 18 MB of hex: no query can carry it. Buffering it must fail the message as
+// what it is, a record the store cannot keep: FAILED (without its record, so retryable once the
+// server allows more), the error sink told why with the sizes, the delivery decided (acknowledged).
+// Before, the server refused the query and closed the connection; then the store refused it as a
+// bad message: either way the delivery failed, to be redelivered forever.
+BOOST_AUTO_TEST_CASE(a_record_too_large_to_buffer_fails_the_message_and_is_decided) {
     fixture f;
     harness h(f);
-    const auto result =
-        failure_of([&] { h.deliver(si::testing::record("OrderValidated", "v-huge", "c-huge", std::string(9 * megabyte, 'v'))); });
-    BOOST_TEST_MESSAGE("a 9 MB record: " << result.what);
-    BOOST_TEST(result.category == si::error_category::bad_message);
-    BOOST_TEST(result.what.find("v-huge") != std::string::npos, result.what);
-    BOOST_TEST(result.what.find("max_allowed_packet") != std::string::npos, result.what);
-    BOOST_TEST(result.what.find("16777216") != std::string::npos, result.what);
+    si::delivery_result result;
+    const auto thrown = failure_of(
+        [&] { result = h.deliver(si::testing::record("OrderValidated", "v-huge", "c-huge", std::string(9 * megabyte, 'v'))); });
+    BOOST_TEST_REQUIRE(thrown.what.empty(), thrown.what);
+    BOOST_TEST(result.outcome == si::outcome::failed);
+    BOOST_TEST_REQUIRE(f.error_sink.size() == 1u);
+    const auto failed = f.error_sink.records().front();
+    BOOST_TEST_MESSAGE("a 9 MB record: " << failed.reason);
+    BOOST_TEST(failed.kind == si::failure_kind::unstorable_key);
+    BOOST_TEST(failed.reason.find("v-huge") != std::string::npos, failed.reason);
+    BOOST_TEST(failed.reason.find("max_allowed_packet") != std::string::npos, failed.reason);
+    BOOST_TEST(count(f, "SELECT count(*) FROM sequenced_message WHERE idempotence_id = 'v-huge' AND state = 'FAILED'"
+                        " AND record_value IS NULL") == 1);
+    BOOST_TEST(count(f, "SELECT count(*) FROM sequential_inbox_idempotence WHERE idempotence_id = 'v-huge'") == 0);  // a resend retries
     BOOST_TEST(f.store.statistics().connections_replaced == 0u);
     BOOST_TEST(h.deliver("OrderCreated", "c-next", "c-next").outcome == si::outcome::processed);
+}
+
+// In a batch: the record too large to buffer fails alone, the others are decided with it.
+BOOST_AUTO_TEST_CASE(a_record_too_large_to_buffer_fails_alone_in_its_batch) {
+    fixture f;
+    harness h(f);
+    const std::vector<si::envelope> records{si::testing::record("OrderValidated", "v-small", "c-small"),
+                                            si::testing::record("OrderValidated", "v-huge", "c-huge", std::string(9 * megabyte, 'v')),
+                                            si::testing::record("OrderCreated", "c-other", "c-other")};
+    std::vector<si::delivery_result> results;
+    const auto thrown = failure_of([&] { results = h.inbox->deliver_batch(records); });
+    BOOST_TEST_REQUIRE(thrown.what.empty(), thrown.what);
+    BOOST_TEST_REQUIRE(results.size() == 3u);
+    BOOST_TEST(results[0].outcome == si::outcome::buffered);
+    BOOST_TEST(results[1].outcome == si::outcome::failed);
+    BOOST_TEST(results[2].outcome == si::outcome::processed);
+    BOOST_TEST_REQUIRE(f.error_sink.size() == 1u);
+    BOOST_TEST(f.error_sink.records().front().kind == si::failure_kind::unstorable_key);
+    BOOST_TEST(count(f, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'") == 1);
 }

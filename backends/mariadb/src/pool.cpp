@@ -228,7 +228,9 @@ std::unique_ptr<connection> pool::take_idle_or_place() {
 
 lease pool::open_new() {
     try {
-        return {shared_from_this(), std::make_unique<connection>(options_, counts_)};
+        auto conn = std::make_unique<connection>(options_, counts_);
+        max_query_bytes_.store(conn->max_query_bytes(), std::memory_order_relaxed);
+        return {shared_from_this(), std::move(conn)};
     } catch (...) {
         std::lock_guard lock(mutex_);
         --open_;

@@ -140,6 +140,8 @@ public:
     /// A token no claim statement of this process used before (claims.cpp).
     long long next_claim_token() noexcept;
     bool durable_commits = true;
+    /// max_query_bytes() of the newest connection (0 before the first).
+    std::size_t max_query_bytes() const noexcept { return max_query_bytes_.load(std::memory_order_relaxed); }
 
 private:
     /// An idle connection, or nullptr with a place reserved for a new one (open_new).
@@ -152,6 +154,7 @@ private:
     counters counts_;
     seqinbox::detail::instance_cache instances_;
     std::atomic<unsigned long long> token_;
+    std::atomic<std::size_t> max_query_bytes_{0};
     std::mutex mutex_;
     std::condition_variable available_;
     std::vector<std::unique_ptr<connection>> idle_;

@@ -134,14 +134,29 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::warn_taken_over(const std:
 }
 
 /// `failed`: the key's rows, all FAILED; the newest takes the WAITING state (store_message).
+/// Returns why the store cannot keep the record (then nothing is stored), or "".
 template <class Store, class Source, class ErrorSink, class Policies>
-void basic_inbox<Store, Source, ErrorSink, Policies>::buffer(scope& s, locked_instance& locked, const delivery& d,
-                                                             const std::vector<message_record>& failed, timestamp now) {
+std::string basic_inbox<Store, Source, ErrorSink, Policies>::buffer(scope& s, locked_instance& locked, const delivery& d,
+                                                                    const std::vector<message_record>& failed, timestamp now) {
     message_record row = row_for(locked.row.id, d, message_state::waiting, now, true);
+    if (auto problem = buffering_problem(row); !problem.empty()) return problem;
     if (s.batch != nullptr)
         locked.unstored.push_back({std::move(row), failed.empty() ? 0 : std::ranges::max(failed, {}, &message_record::id).id});
     else
         store_state(s, d, std::move(row));
+    return {};
+}
+
+/// A store with a bound on what one row may hold (MariaDB: a statement within max_allowed_packet)
+/// says why it cannot keep `row`; the record is then failed, not retried forever.
+template <class Store, class Source, class ErrorSink, class Policies>
+std::string basic_inbox<Store, Source, ErrorSink, Policies>::buffering_problem(const message_record& row) const {
+    if constexpr (requires(const Store& st) {
+                      { st.buffering_problem(row) } -> std::convertible_to<std::string>;
+                  })
+        return store_->buffering_problem(row);
+    else
+        return {};
 }
 
 /// The listener threw on the direct path: FAILED, the claim gone (so that a resend retries),

@@ -137,6 +137,10 @@ concept store_policy = requires(S& s, typename S::transaction& claim, const std:
     // Optional: `s.create_or_get_instances(std::span<const instance_creation>)` ->
     // std::vector<sequence_instance>, create_or_get_instance for many at once (answers in request
     // order); deliver_batch uses it when present.
+    // Optional: `s.buffering_problem(const message_record& row)` -> std::string, why the store
+    // cannot keep `row` (a WAITING row with its record), e.g. too large for one statement, or "".
+    // The delivery then fails (FAILED without its record, error sink, failure_kind::unstorable_key)
+    // instead of failing as a delivery, retried forever.
     // Optional: `s.max_batch_records(bool listeners_join)` -> std::size_t, the most records one
     // batch transaction may decide within the server's limits (listeners_join: under
     // propagation::required); deliver_batch splits larger batches into parts of that size.

@@ -140,6 +140,10 @@ public:
     stored_as store_message(message_record row);
     /// The same (a transaction of its own, durable at its commit, see the top of this header).
     stored_as store_message_beside(transaction& claim, message_record row);
+    /// Why `row` (a WAITING row with its record) cannot be stored, or "": its statement would be
+    /// longer than one query may carry (max_allowed_packet, as of the newest session; values
+    /// travel as hex, so a record must stay under half of it).
+    std::string buffering_problem(const message_record& row) const;
 
     /// Operator actions (seqinbox::action_store; src/actions.cpp): a request is a transaction of its
     /// own (BEGIN, the row locked, the UPDATE, COMMIT); request_locked after request_lock_timeout.
