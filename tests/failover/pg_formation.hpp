@@ -7,17 +7,17 @@
 // outside it is touched. Commits are durable: the formation's defaults (synchronous_commit on,
 // synchronous_standby_names naming the standby, fsync on).
 //
-// As with pg_server.hpp, a watchdog process waits for the owner to go away (EOF on a pipe only the
-// owner holds) and then stops the services, kills what is left and removes the directory; the
-// directory records its owner's pid, and the next formation removes those of owners that died.
+// As with pg_server.hpp, a watchdog process (support/watchdog_process.hpp) waits for the owner to
+// go away and then stops the services, kills what is left and removes the directory; the
+// directory records its owner's pid, and the next formation removes those of owners that died
+// (support/server_directory.hpp).
 //
 // Binaries: pg_autoctl from PATH (/usr/bin), PostgreSQL's from SEQINBOX_PG_BIN or
 // /usr/lib/postgresql/15/bin.
 #include <fcntl.h>
-#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,17 +26,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
+#include "support/process.hpp"
+#include "support/server_directory.hpp"
+#include "support/shell_command.hpp"
+#include "support/spawn.hpp"
 #include "support/unused_port.hpp"
+#include "support/wait_until.hpp"
+#include "support/watchdog_process.hpp"
 
 namespace seqinbox::test {
 
@@ -49,10 +54,10 @@ public:
     static constexpr int nodes = 2;
 
     pg_formation() {
-        remove_stale_formations();
-        dir_ = make_directory();
+        remove_abandoned_directories(directory_prefix, run_cleanup_script);
+        dir_ = make_server_directory(directory_prefix, "postgres", "pg_formation");
         try {
-            start_watchdog();
+            watchdog_.start(cleanup_script(dir_), "pg_formation");
             monitor_port_ = unused_port();
             for (auto& p : ports_) p = unused_port();
             start("monitor", {"create", "monitor", "--pgdata", data_dir("monitor"), "--pgport", std::to_string(monitor_port_),
@@ -74,10 +79,7 @@ public:
     pg_formation(const pg_formation&) = delete;
     pg_formation& operator=(const pg_formation&) = delete;
 
-    ~pg_formation() {
-        stop_and_remove();
-        end_watchdog();
-    }
+    ~pg_formation() { stop_and_remove(); }  // then watchdog_ ends
 
     const std::filesystem::path& directory() const noexcept { return dir_; }
     int port(int node) const { return ports_.at(static_cast<std::size_t>(node)); }
@@ -185,16 +187,6 @@ public:
     /// its keeper starts PostgreSQL again.
     pid_t postmaster(int node) const { return postmaster_pid(data_dir("node" + std::to_string(node + 1))); }
 
-    static bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds patience,
-                           std::chrono::milliseconds step = std::chrono::milliseconds(100)) {
-        const auto deadline = std::chrono::steady_clock::now() + patience;
-        while (!done()) {
-            if (std::chrono::steady_clock::now() >= deadline) return false;
-            std::this_thread::sleep_for(step);
-        }
-        return true;
-    }
-
     /// The services' logs, for failure messages.
     std::string logs() const {
         std::string text;
@@ -213,6 +205,8 @@ public:
     }
 
 private:
+    static constexpr const char* directory_prefix = "seqinbox-pgaf-";
+
     void require(bool ok, const std::string& what) const {
         if (!ok) throw std::runtime_error("pg_formation: " + what + "; the services' logs: " + keep_logs().string());
     }
@@ -235,41 +229,37 @@ private:
                      "--listen", "127.0.0.1", "--auth", "trust", "--no-ssl", "--monitor", monitor, "--run"});
     }
 
-    static bool is_root() { return ::geteuid() == 0; }
-
-    /// Forks `pg_autoctl arguments...` as the owner, its output in <name>.log, its pid recorded
-    /// in keepers (for the watchdog). Only async-signal-safe calls between fork and exec.
+    /// Starts `pg_autoctl arguments...` as the owner, its output in <name>.log, its pid recorded
+    /// in keepers (for the watchdog).
     void start(const std::string& name, std::vector<std::string> arguments) {
         arguments.insert(arguments.begin(), "pg_autoctl");
-        std::vector<char*> argv;
-        for (auto& a : arguments) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        const std::string d = dir_.string();
-        std::vector<std::string> environment{"PATH=" + pg_bin() + ":/usr/bin:/bin", "HOME=" + d, "XDG_CONFIG_HOME=" + d + "/config",
-                                             "XDG_DATA_HOME=" + d + "/share", "XDG_RUNTIME_DIR=" + d + "/run",
-                                             "PG_REGRESS_SOCK_DIR=" + d, "PGHOST=127.0.0.1", "LANG=C"};
-        std::vector<char*> envp;
-        for (auto& e : environment) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        const passwd* pw = is_root() ? ::getpwnam("postgres") : nullptr;
-        const uid_t uid = pw != nullptr ? pw->pw_uid : 0;
-        const gid_t gid = pw != nullptr ? pw->pw_gid : 0;
         const int log = ::open((dir_ / (name + ".log")).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (log < 0) throw std::runtime_error("pg_formation: cannot open the log of " + name);
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            ::dup2(log, 1);
-            ::dup2(log, 2);
-            ::setpgid(0, 0);  // out of the terminal's process group
-            if (pw != nullptr && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) ::_exit(126);
-            ::chdir(d.c_str());
-            ::execve("/usr/bin/pg_autoctl", argv.data(), envp.data());
-            ::_exit(127);
-        }
+        spawn_setup setup;
+        setup.output = log;
+        setup.user = owner();
+        setup.directory = dir_.string();
+        setup.environment = environment();
+        const pid_t pid = spawn("/usr/bin/pg_autoctl", std::move(arguments), std::move(setup));
         ::close(log);
         if (pid < 0) throw std::runtime_error("pg_formation: fork failed");
         keepers_.push_back(pid);
         std::ofstream(dir_ / "keepers", std::ios::app) << pid << '\n';
+    }
+
+    /// The services' environment: HOME and the XDG directories inside the formation's directory.
+    std::vector<std::string> environment() const {
+        const std::string d = dir_.string();
+        return {"PATH=" + pg_bin() + ":/usr/bin:/bin", "HOME=" + d, "XDG_CONFIG_HOME=" + d + "/config",
+                "XDG_DATA_HOME=" + d + "/share", "XDG_RUNTIME_DIR=" + d + "/run",
+                "PG_REGRESS_SOCK_DIR=" + d, "PGHOST=127.0.0.1", "LANG=C"};
+    }
+
+    /// The postgres user when we are root (pg_autoctl and initdb refuse root); ourselves otherwise.
+    static std::optional<spawn_setup::identity> owner() {
+        const passwd* pw = running_as_root() ? ::getpwnam("postgres") : nullptr;
+        if (pw == nullptr) return std::nullopt;
+        return spawn_setup::identity{pw->pw_uid, pw->pw_gid};
     }
 
     /// The pg_autoctl services `parent` started (its direct children named pg_autoctl).
@@ -284,27 +274,7 @@ private:
         return found;
     }
 
-    static pid_t postmaster_pid(const std::string& data) {
-        std::ifstream file(std::filesystem::path(data) / "postmaster.pid");
-        pid_t pid = 0;
-        return file >> pid ? pid : 0;
-    }
-
-    static std::filesystem::path temp_root() { return std::filesystem::temp_directory_path(); }
-
-    static std::filesystem::path make_directory() {
-        std::string pattern = (temp_root() / "seqinbox-pgaf-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("pg_formation: mkdtemp failed");
-        const std::filesystem::path dir = pattern;
-        std::ofstream(dir / "owner.pid") << ::getpid() << '\n';
-        if (is_root()) {
-            const passwd* pw = ::getpwnam("postgres");
-            if (pw == nullptr) throw std::runtime_error("pg_formation: running as root needs a 'postgres' user");
-            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("pg_formation: cannot chown " + dir.string());
-        }
-        ::chmod(dir.c_str(), 0700);
-        return dir;
-    }
+    static pid_t postmaster_pid(const std::string& data) { return pid_in_file(std::filesystem::path(data) / "postmaster.pid"); }
 
     /// What the watchdog, stop_and_remove and the removal of stale formations run on `dir`: each
     /// service asked to stop (SIGTERM: pg_autoctl stops its PostgreSQL), then whatever is left
@@ -319,50 +289,11 @@ private:
                "sleep 0.5; rm -rf " + d;
     }
 
-    /// Formations left behind by test processes that were killed.
-    static void remove_stale_formations() {
-        std::error_code ec;
-        for (const auto& entry : std::filesystem::directory_iterator(temp_root(), ec)) {
-            if (!entry.path().filename().string().starts_with("seqinbox-pgaf-")) continue;
-            std::ifstream owner_file(entry.path() / "owner.pid");
-            pid_t owner = 0;
-            if (!(owner_file >> owner) || owner <= 0) continue;
-            if (::kill(owner, 0) == 0) continue;
-            std::system(("(" + cleanup_script(entry.path()) + ") >/dev/null 2>&1").c_str());
-        }
-    }
-
-    void start_watchdog() {
-        const std::string cleanup = "trap '' INT TERM HUP; cat >/dev/null; " + cleanup_script(dir_);
-        const char* argv[] = {"/bin/sh", "-c", cleanup.c_str(), nullptr};
-        int channel[2];
-        if (::pipe2(channel, O_CLOEXEC) != 0) throw std::runtime_error("pg_formation: pipe2 failed");
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            ::dup2(channel[0], STDIN_FILENO);
-            ::setpgid(0, 0);
-            ::execv("/bin/sh", const_cast<char* const*>(argv));
-            ::_exit(127);
-        }
-        ::close(channel[0]);
-        if (pid < 0) {
-            ::close(channel[1]);
-            throw std::runtime_error("pg_formation: fork failed");
-        }
-        watchdog_ = pid;
-        watchdog_pipe_ = channel[1];
-    }
-
-    void end_watchdog() {
-        if (watchdog_pipe_ < 0) return;
-        ::close(watchdog_pipe_);
-        watchdog_pipe_ = -1;
-        ::waitpid(watchdog_, nullptr, 0);
-    }
+    static void run_cleanup_script(const std::filesystem::path& dir) { run_logged(cleanup_script(dir), "/dev/null"); }
 
     void stop_and_remove() {
         if (dir_.empty()) return;
-        std::system(("(" + cleanup_script(dir_) + ") >/dev/null 2>&1").c_str());
+        run_cleanup_script(dir_);
         for (const pid_t pid : keepers_) ::waitpid(pid, nullptr, 0);
         keepers_.clear();
         dir_.clear();
@@ -372,8 +303,7 @@ private:
     int monitor_port_ = 0;
     std::array<int, nodes> ports_{};
     std::vector<pid_t> keepers_;
-    pid_t watchdog_ = -1;
-    int watchdog_pipe_ = -1;
+    watchdog_process watchdog_;
 };
 
 }  // namespace seqinbox::test

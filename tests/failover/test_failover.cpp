@@ -139,7 +139,7 @@ struct failover_figures {
 /// id: a claim, a state step), so that the kill catches a decision in flight; whether one did.
 bool writing_transaction_on(const pg_formation& formation, int node, const std::string& dbname) {
     soci::session watch(soci::postgresql, formation.conninfo(node, dbname));
-    return pg_formation::wait_until(
+    return wait_until(
         [&] {
             return count(watch, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                                 " AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL") > 0;
@@ -174,9 +174,9 @@ failover_figures fail_over(pg_formation& formation, int from, const std::string&
     formation.pause_keeper(from, true);
     f.in_flight = writing_transaction_on(formation, from, dbname);
     BOOST_TEST_REQUIRE(::kill(formation.postmaster(from), SIGKILL) == 0, "no postmaster of node " << from + 1 << " to kill");
-    BOOST_TEST_REQUIRE(pg_formation::wait_until(failing_over, 60s), "the monitor did not fail node " << from + 1 << " over\n"
-                                                                                                    << formation.keep_logs());
-    BOOST_TEST_REQUIRE(pg_formation::wait_until(
+    BOOST_TEST_REQUIRE(wait_until(failing_over, 60s), "the monitor did not fail node " << from + 1 << " over\n"
+                                                                                       << formation.keep_logs());
+    BOOST_TEST_REQUIRE(wait_until(
                            [&] {
                                const auto s = formation.states();
                                return s.size() == pg_formation::nodes && s[to].assigned.ends_with("primary") && formation.writable() == to;
@@ -187,11 +187,11 @@ failover_figures fail_over(pg_formation& formation, int from, const std::string&
     formation.pause_keeper(from, false);  // it restarts PostgreSQL, finds it demoted, and follows the new primary
     crash_end = si::logger::utc_time(std::chrono::system_clock::now());
     long long first = -1;
-    BOOST_TEST(pg_formation::wait_until([&] { return (first = processed_rows(conninfo)) >= 0; }, 30s));
+    BOOST_TEST(wait_until([&] { return (first = processed_rows(conninfo)) >= 0; }, 30s));
     feed.produce_now(reserve_per_failover);  // after `first`: input the relay can only decide from now on
-    BOOST_TEST(pg_formation::wait_until([&] { return processed_rows(conninfo) > first; }, 60s), "the relay decided nothing after the failover");
+    BOOST_TEST(wait_until([&] { return processed_rows(conninfo) > first; }, 60s), "the relay decided nothing after the failover");
     f.decided = seconds_since(started);
-    BOOST_TEST_REQUIRE(pg_formation::wait_until([&] { return formation.in_sync(to); }, 120s),
+    BOOST_TEST_REQUIRE(wait_until([&] { return formation.in_sync(to); }, 120s),
                        "node " << from + 1 << " did not rejoin as standby\n" << formation.keep_logs());
     f.rejoined = seconds_since(started);
     return f;

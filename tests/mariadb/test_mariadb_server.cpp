@@ -6,20 +6,20 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <pwd.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <string>
-#include <thread>
 
 #include "mariadb_server.hpp"
+#include "support/dying_owner.hpp"
+#include "support/process.hpp"
 
+using seqinbox::test::dying_owner;
 using seqinbox::test::mariadb_server;
+using seqinbox::test::process_alive;
 
 namespace {
 
@@ -29,13 +29,10 @@ int count(soci::session& s, const std::string& sql) {
     return static_cast<int>(n);
 }
 
-bool gone_within(const std::filesystem::path& dir, pid_t server, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::filesystem::exists(dir) || mariadb_server::alive(server)) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
+/// Starts a server in the child of a dying_owner.
+seqinbox::test::started_server start_abandoned_server() {
+    const auto* server = new mariadb_server;
+    return {server->watchdog(), server->pid(), server->directory()};
 }
 
 }  // namespace
@@ -68,72 +65,22 @@ BOOST_AUTO_TEST_CASE(server_gives_fresh_databases_and_is_removed_with_its_fixtur
         }
     }
     BOOST_TEST(!std::filesystem::exists(dir));
-    BOOST_TEST(!mariadb_server::alive(server_pid));
+    BOOST_TEST(!process_alive(server_pid));
 }
 
-namespace {
-
-/// A test process that dies without running destructors: forks a child that starts a server,
-/// reports its directory, watchdog and server pids, then waits to be killed.
-struct dying_owner {
-    pid_t pid = 0;
-    std::filesystem::path dir;
-    pid_t watchdog = 0;
-    pid_t server = 0;
-
-    dying_owner() {
-        int channel[2];
-        BOOST_REQUIRE(::pipe2(channel, O_CLOEXEC) == 0);  // the servers started by the child must not hold it
-        pid = ::fork();
-        BOOST_REQUIRE(pid >= 0);
-        if (pid == 0) {
-            ::close(channel[0]);
-            auto* started = new mariadb_server;
-            const std::string report =
-                std::to_string(started->watchdog()) + " " + std::to_string(started->pid()) + " " + started->directory().string();
-            if (::write(channel[1], report.data(), report.size()) != static_cast<ssize_t>(report.size())) ::_exit(2);
-            ::close(channel[1]);
-            ::pause();
-            ::_exit(0);
-        }
-        ::close(channel[1]);
-        std::string report;
-        char buffer[512];
-        for (ssize_t n; (n = ::read(channel[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(n));
-        ::close(channel[0]);
-        const auto first = report.find(' ');
-        const auto second = report.find(' ', first + 1);
-        BOOST_REQUIRE(second != std::string::npos);
-        watchdog = std::stoi(report.substr(0, first));
-        server = std::stoi(report.substr(first + 1, second - first - 1));
-        BOOST_REQUIRE(watchdog > 0);  // kill(-1, ...) would signal every process of ours
-        BOOST_REQUIRE(server > 0);
-        dir = report.substr(second + 1);
-        BOOST_REQUIRE(mariadb_server::alive(server));
-    }
-
-    void kill_and_wait() const {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-    }
-};
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(server_of_a_killed_test_process_is_removed_by_its_watchdog) {
-    dying_owner owner;
+    const dying_owner owner(start_abandoned_server);
     owner.kill_and_wait();
-    BOOST_TEST(gone_within(owner.dir, owner.server, std::chrono::seconds(30)));
+    BOOST_TEST(owner.gone_within(std::chrono::seconds(30)));
 }
 
 BOOST_AUTO_TEST_CASE(server_left_by_a_killed_test_process_and_watchdog_is_removed_by_the_next_fixture) {
-    dying_owner owner;
-    ::kill(owner.watchdog, SIGKILL);
-    ::waitpid(owner.watchdog, nullptr, 0);
+    const dying_owner owner(start_abandoned_server);
+    owner.kill_watchdog();
     owner.kill_and_wait();
-    BOOST_REQUIRE(mariadb_server::alive(owner.server));  // left running by the dead test process
+    BOOST_REQUIRE(process_alive(owner.server));  // left running by the dead test process
 
     mariadb_server next;  // cleans up before starting its own server
     BOOST_TEST(!std::filesystem::exists(owner.dir));
-    BOOST_TEST(!mariadb_server::alive(owner.server));
+    BOOST_TEST(!process_alive(owner.server));
 }

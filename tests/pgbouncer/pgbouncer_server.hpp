@@ -7,25 +7,18 @@
 // that clients share server connections transaction by transaction and queue for them.
 //
 // Cleanup follows pg_server: when root, PgBouncer runs as the `postgres` user; a watchdog process
-// on a pipe only this process holds stops PgBouncer and removes the directory when its owner goes
+// (support/watchdog_process.hpp) stops PgBouncer and removes the directory when its owner goes
 // away, however it ends; every directory records its owner's pid, and the next pgbouncer_server
-// removes those of owners that no longer exist.
+// removes those of owners that no longer exist (support/server_directory.hpp).
 //
 // Usage: pgbouncer_server bouncer(pg_server::shared(), {.pool_size = 4});
 //        store_options.conninfo = bouncer.conninfo("mydb");
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <pwd.h>
 #include <signal.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -36,7 +29,12 @@
 #include <libpq-fe.h>
 
 #include "postgresql/pg_server.hpp"
+#include "support/process.hpp"
+#include "support/server_directory.hpp"
+#include "support/shell_command.hpp"
 #include "support/unused_port.hpp"
+#include "support/wait_until.hpp"
+#include "support/watchdog_process.hpp"
 
 namespace seqinbox::test {
 
@@ -55,16 +53,15 @@ public:
     using settings = pgbouncer_settings;
 
     explicit pgbouncer_server(const pg_server& server, settings s = {}) : settings_(s) {
-        remove_stale();
-        dir_ = make_directory();
+        remove_abandoned_directories(directory_prefix, kill_and_remove);
+        dir_ = make_server_directory(directory_prefix, "postgres", "pgbouncer_server");
         try {
             write_auth_file();
-            for (int attempt = 1;; ++attempt) {
-                port_ = unused_port();
+            const auto start = [&] {
                 write_ini(server.port());
-                if (try_start()) break;
-                if (attempt == 3) throw std::runtime_error("pgbouncer_server: pgbouncer did not start:\n" + read_log());
-            }
+                return try_start();
+            };
+            if (!start_on_unused_port(port_, start)) throw std::runtime_error("pgbouncer_server: pgbouncer did not start:\n" + read_log());
             start_watchdog();
         } catch (...) {
             stop_and_remove();
@@ -75,15 +72,12 @@ public:
     pgbouncer_server(const pgbouncer_server&) = delete;
     pgbouncer_server& operator=(const pgbouncer_server&) = delete;
 
-    ~pgbouncer_server() {
-        stop_and_remove();
-        end_watchdog();
-    }
+    ~pgbouncer_server() { stop_and_remove(); }  // then watchdog_ ends
 
     int port() const noexcept { return port_; }
     int pool_size() const noexcept { return settings_.pool_size; }
     const std::filesystem::path& directory() const noexcept { return dir_; }
-    pid_t watchdog() const noexcept { return watchdog_; }
+    pid_t watchdog() const noexcept { return watchdog_.pid(); }
 
     /// Conninfo of database `name` through PgBouncer.
     std::string conninfo(const std::string& name = "postgres") const {
@@ -142,44 +136,11 @@ public:
     }
 
 private:
-    static std::string quote(const std::string& s) {
-        std::string out = "'";
-        for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        return out + "'";
-    }
-
-    static bool is_root() { return ::geteuid() == 0; }
-
-    static std::string as_owner(const std::string& command) {
-        return is_root() ? "runuser -u postgres -- sh -c " + quote(command) : command;
-    }
-
-    static std::filesystem::path temp_root() { return std::filesystem::temp_directory_path(); }
+    static constexpr const char* directory_prefix = "seqinbox-pgbouncer-";
 
     std::string path(const char* name) const { return (dir_ / name).string(); }
 
-    std::string read_log() const {
-        std::string text;
-        for (const char* name : {"commands.log", "pgbouncer.log"}) {
-            std::ifstream in(dir_ / name);
-            text += std::string(std::istreambuf_iterator<char>(in), {});
-        }
-        return text;
-    }
-
-    static std::filesystem::path make_directory() {
-        std::string pattern = (temp_root() / "seqinbox-pgbouncer-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("pgbouncer_server: mkdtemp failed");
-        const std::filesystem::path dir = pattern;
-        std::ofstream(dir / "owner.pid") << ::getpid() << '\n';
-        if (is_root()) {
-            const passwd* pw = ::getpwnam("postgres");
-            if (pw == nullptr) throw std::runtime_error("pgbouncer_server: running as root needs a 'postgres' user");
-            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("pgbouncer_server: cannot chown " + dir.string());
-        }
-        ::chmod(dir.c_str(), 0700);
-        return dir;
-    }
+    std::string read_log() const { return read_files(dir_, {"commands.log", "pgbouncer.log"}); }
 
     void write_auth_file() const { std::ofstream(dir_ / "userlist.txt") << "\"postgres\" \"\"\n"; }
 
@@ -201,74 +162,28 @@ private:
 
     /// Starts PgBouncer daemonized and waits until its admin console answers.
     bool try_start() const {
-        const std::string command = as_owner("pgbouncer -d " + quote(path("pgbouncer.ini")));
-        const int status = std::system((command + " >>" + quote(path("commands.log")) + " 2>&1").c_str());
-        if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (std::chrono::steady_clock::now() < deadline) {
-            const std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo("pgbouncer").c_str()), &PQfinish);
-            if (PQstatus(c.get()) == CONNECTION_OK) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        return false;
+        if (!run_logged(as_user("postgres", "pgbouncer -d " + shell_quote(path("pgbouncer.ini"))), path("commands.log"))) return false;
+        return wait_until([&] { return admin_console_answers(); }, std::chrono::seconds(20), std::chrono::milliseconds(20));
     }
 
+    bool admin_console_answers() const {
+        const std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo("pgbouncer").c_str()), &PQfinish);
+        return PQstatus(c.get()) == CONNECTION_OK;
+    }
 
     /// Stops the PgBouncer recorded in `dir` (SIGTERM: immediate shutdown) and removes `dir`.
     static void kill_and_remove(const std::filesystem::path& dir) {
-        std::ifstream pid_file(dir / "pgbouncer.pid");
-        pid_t pid = 0;
-        if (pid_file >> pid && pid > 0) {
-            ::kill(pid, SIGTERM);
-            for (int i = 0; i < 100 && pg_server::alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            if (pg_server::alive(pid)) ::kill(pid, SIGKILL);
-        }
-        std::error_code ignored;
-        std::filesystem::remove_all(dir, ignored);
+        stop_process(pid_in_file(dir / "pgbouncer.pid"), SIGTERM, std::chrono::seconds(2));
+        remove_directory(dir);
     }
 
-    static void remove_stale() {
-        std::error_code ec;
-        for (const auto& entry : std::filesystem::directory_iterator(temp_root(), ec)) {
-            if (!entry.path().filename().string().starts_with("seqinbox-pgbouncer-")) continue;
-            std::ifstream owner_file(entry.path() / "owner.pid");
-            pid_t owner = 0;
-            if (!(owner_file >> owner) || owner <= 0 || pg_server::alive(owner)) continue;
-            kill_and_remove(entry.path());
-        }
-    }
-
-    /// As pg_server's: a shell that reads the pipe until EOF, then stops PgBouncer and removes
-    /// the directory; exec'd at once after fork, out of the terminal's process group.
+    /// The watchdog stops PgBouncer (SIGTERM, then SIGKILL a second later) and removes the directory.
     void start_watchdog() {
-        const std::string pid_file = quote(path("pgbouncer.pid"));
-        const std::string cleanup = "trap '' INT TERM HUP; cat >/dev/null; pid=$(cat " + pid_file +
-                                    " 2>/dev/null); if [ -n \"$pid\" ]; then kill -TERM $pid; sleep 1; kill -0 $pid && kill -KILL $pid; fi 2>/dev/null; rm -rf " +
-                                    quote(dir_.string());
-        const char* argv[] = {"/bin/sh", "-c", cleanup.c_str(), nullptr};
-        int channel[2];
-        if (::pipe2(channel, O_CLOEXEC) != 0) throw std::runtime_error("pgbouncer_server: pipe2 failed");
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            ::dup2(channel[0], STDIN_FILENO);
-            ::setpgid(0, 0);
-            ::execv("/bin/sh", const_cast<char* const*>(argv));
-            ::_exit(127);
-        }
-        ::close(channel[0]);
-        if (pid < 0) {
-            ::close(channel[1]);
-            throw std::runtime_error("pgbouncer_server: fork failed");
-        }
-        watchdog_ = pid;
-        watchdog_pipe_ = channel[1];
-    }
-
-    void end_watchdog() {
-        if (watchdog_pipe_ < 0) return;
-        ::close(watchdog_pipe_);
-        watchdog_pipe_ = -1;
-        ::waitpid(watchdog_, nullptr, 0);
+        const std::string pid_file = shell_quote(path("pgbouncer.pid"));
+        watchdog_.start("pid=$(cat " + pid_file +
+                            " 2>/dev/null); if [ -n \"$pid\" ]; then kill -TERM $pid; sleep 1; kill -0 $pid && kill -KILL $pid; fi 2>/dev/null; rm -rf " +
+                            shell_quote(dir_.string()),
+                        "pgbouncer_server");
     }
 
     void stop_and_remove() {
@@ -280,8 +195,7 @@ private:
     settings settings_;
     std::filesystem::path dir_;
     int port_ = 0;
-    pid_t watchdog_ = -1;
-    int watchdog_pipe_ = -1;
+    watchdog_process watchdog_;
 };
 
 }  // namespace seqinbox::test

@@ -7,19 +7,14 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "support/shell_command.hpp"
+
 namespace seqinbox::test {
 
 struct cli_outcome {
     int exit_code;
     std::string output;  // stdout and stderr
 };
-
-/// `s` quoted for the shell.
-inline std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
 
 /// `seqinbox <arguments>` through the shell (arguments are shell words, quote them).
 inline cli_outcome run_cli(const std::string& arguments) {

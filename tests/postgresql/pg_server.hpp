@@ -8,37 +8,29 @@
 // The destructor stops the server and removes the directory.
 //
 // A test process that is interrupted (Ctrl-C) or killed cannot run its destructor. A watchdog
-// process started with the server waits for its owner to go away (EOF on a pipe only the owner
-// holds, whatever the cause) and then stops the server and removes the directory; it ignores the
-// terminal's signals. Should the watchdog die too, every server directory records its owner's
-// pid, and the next pg_server removes the servers of owners that no longer exist.
+// process started with the server (support/watchdog_process.hpp) waits for its owner to go away
+// and then stops the server and removes the directory. Should the watchdog die too, every server
+// directory records its owner's pid, and the next pg_server removes the servers of owners that no
+// longer exist (support/server_directory.hpp).
 //
 // Binaries come from SEQINBOX_PG_BIN (environment) or /usr/lib/postgresql/15/bin.
 // Usage: pg_server& server = pg_server::shared(); auto conninfo = server.create_database();
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <pwd.h>
-#include <signal.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
+#include "support/process.hpp"
+#include "support/server_directory.hpp"
+#include "support/shell_command.hpp"
 #include "support/unused_port.hpp"
+#include "support/watchdog_process.hpp"
 
 namespace seqinbox::test {
 
@@ -51,17 +43,13 @@ public:
 
     explicit pg_server(commits durability = commits::not_durable, limits lock_limits = limits::raised)
         : durability_(durability), limits_(lock_limits) {
-        remove_stale_servers();
-        dir_ = make_directory();
+        remove_abandoned_directories(directory_prefix, kill_and_remove);
+        dir_ = make_server_directory(directory_prefix, "postgres", "pg_server");
         try {
-            run(bin("initdb") + " -D " + quote(data_dir()) + " -U postgres -A trust -E UTF8 --locale=C --no-sync",
+            run(bin("initdb") + " -D " + shell_quote(data_dir()) + " -U postgres -A trust -E UTF8 --locale=C --no-sync",
                 "initdb");
-            // A free port can be taken between probing and listening: try a few.
-            for (int attempt = 1;; ++attempt) {
-                port_ = unused_port();
-                if (try_start()) break;
-                if (attempt == 3) throw std::runtime_error("pg_server: pg_ctl start failed:\n" + read_log());
-            }
+            if (!start_on_unused_port(port_, [&] { return try_start(); }))
+                throw std::runtime_error("pg_server: pg_ctl start failed:\n" + read_log());
             start_watchdog();
         } catch (...) {
             stop_and_remove();
@@ -72,10 +60,7 @@ public:
     pg_server(const pg_server&) = delete;
     pg_server& operator=(const pg_server&) = delete;
 
-    ~pg_server() {
-        stop_and_remove();
-        end_watchdog();
-    }
+    ~pg_server() { stop_and_remove(); }  // then watchdog_ ends
 
     /// One server per test process, started on first use and stopped at exit.
     static pg_server& shared() {
@@ -89,17 +74,10 @@ public:
     const std::filesystem::path& directory() const noexcept { return dir_; }
 
     /// The process that removes the server when this process dies without cleaning up.
-    pid_t watchdog() const noexcept { return watchdog_; }
+    pid_t watchdog() const noexcept { return watchdog_.pid(); }
 
-    /// True while process `pid` exists and is not a zombie (a container's init may never reap
-    /// an orphaned postmaster).
-    static bool alive(pid_t pid) {
-        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-        std::string line;
-        if (!std::getline(stat, line)) return ::kill(pid, 0) == 0;
-        const auto paren = line.rfind(')');
-        return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
-    }
+    /// The running postmaster's pid, as its postmaster.pid has it (0: none).
+    pid_t postmaster() const { return pid_in_file(dir_ / "data" / "postmaster.pid"); }
 
     /// Conninfo for database `name` (which need not exist).
     std::string conninfo(const std::string& name = "postgres") const {
@@ -117,7 +95,7 @@ public:
 
     /// Stops the server (e.g. to test a database that is down); the destructor still cleans up.
     /// The stop is immediate, as a crash: the server does no checkpoint, and start() recovers.
-    void stop() { try_run(bin("pg_ctl") + " stop -m immediate -w -D " + quote(data_dir())); }
+    void stop() { try_run(bin("pg_ctl") + " stop -m immediate -w -D " + shell_quote(data_dir())); }
 
     /// Starts the server again after stop(), on the same data directory and port, once it has
     /// recovered from its WAL and accepts connections.
@@ -126,128 +104,48 @@ public:
     }
 
 private:
+    static constexpr const char* directory_prefix = "seqinbox-pg-";
+
     static std::string bin(const std::string& program) {
         const char* dir = std::getenv("SEQINBOX_PG_BIN");
-        return quote(std::string(dir != nullptr ? dir : "/usr/lib/postgresql/15/bin") + "/" + program);
+        return shell_quote(std::string(dir != nullptr ? dir : "/usr/lib/postgresql/15/bin") + "/" + program);
     }
-
-    static std::string quote(const std::string& s) {
-        std::string out = "'";
-        for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        return out + "'";
-    }
-
-    static bool is_root() { return ::geteuid() == 0; }
 
     /// `command` as the server's owner: postgres when we are root, ourselves otherwise.
-    static std::string as_owner(const std::string& command) {
-        return is_root() ? "runuser -u postgres -- sh -c " + quote(command) : command;
-    }
+    static std::string as_owner(const std::string& command) { return as_user("postgres", command); }
 
-    bool try_run(const std::string& command) const {
-        const std::string log = (dir_ / "commands.log").string();
-        const int status = std::system((as_owner(command) + " >>" + quote(log) + " 2>&1").c_str());
-        return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    bool try_run(const std::string& command) const { return run_logged(as_owner(command), (dir_ / "commands.log").string()); }
 
     void run(const std::string& command, const std::string& what) const {
         if (!try_run(command)) throw std::runtime_error("pg_server: " + what + " failed:\n" + read_log());
     }
 
-    std::string read_log() const {
-        std::string text;
-        for (const char* name : {"commands.log", "server.log"}) {
-            std::ifstream in(dir_ / name);
-            text += std::string(std::istreambuf_iterator<char>(in), {});
-        }
-        return text;
-    }
+    std::string read_log() const { return read_files(dir_, {"commands.log", "server.log"}); }
 
     std::string data_dir() const { return (dir_ / "data").string(); }
 
     bool try_start() const {
-        const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " + quote(dir_.string()) +
+        const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) + " -k " + shell_quote(dir_.string()) +
                                     (limits_ == limits::raised ? " -c max_connections=200" : "") +
                                     (durability_ == commits::durable
                                          ? ""
                                          : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
-        return try_run(bin("pg_ctl") + " start -w -t 60 -D " + quote(data_dir()) + " -l " +
-                       quote((dir_ / "server.log").string()) + " -o " + quote(options));
+        return try_run(bin("pg_ctl") + " start -w -t 60 -D " + shell_quote(data_dir()) + " -l " +
+                       shell_quote((dir_ / "server.log").string()) + " -o " + shell_quote(options));
     }
 
-    static std::filesystem::path temp_root() { return std::filesystem::temp_directory_path(); }
-
-    static std::filesystem::path make_directory() {
-        std::string pattern = (temp_root() / "seqinbox-pg-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("pg_server: mkdtemp failed");
-        const std::filesystem::path dir = pattern;
-        std::ofstream(dir / "owner.pid") << ::getpid() << '\n';
-        if (is_root()) {
-            const passwd* pw = ::getpwnam("postgres");
-            if (pw == nullptr) throw std::runtime_error("pg_server: running as root needs a 'postgres' user");
-            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0)
-                throw std::runtime_error("pg_server: cannot chown " + dir.string());
-        }
-        ::chmod(dir.c_str(), 0700);
-        return dir;
-    }
-
-
-    /// Kills the postmaster recorded in `dir` (if any) and removes the directory.
+    /// Kills the postmaster recorded in `dir` (if any; SIGQUIT: immediate shutdown, its children
+    /// follow) and removes the directory.
     static void kill_and_remove(const std::filesystem::path& dir) {
-        std::ifstream pid_file(dir / "data" / "postmaster.pid");
-        pid_t pid = 0;
-        if (pid_file >> pid && pid > 0) {
-            ::kill(pid, SIGQUIT);  // immediate shutdown; its children follow
-            for (int i = 0; i < 100 && alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            if (alive(pid)) ::kill(pid, SIGKILL);
-        }
-        std::error_code ignored;
-        std::filesystem::remove_all(dir, ignored);
+        stop_process(pid_in_file(dir / "data" / "postmaster.pid"), SIGQUIT, std::chrono::seconds(5));
+        remove_directory(dir);
     }
 
-    /// Servers left behind by test processes that were killed.
-    static void remove_stale_servers() {
-        std::error_code ec;
-        for (const auto& entry : std::filesystem::directory_iterator(temp_root(), ec)) {
-            if (!entry.path().filename().string().starts_with("seqinbox-pg-")) continue;
-            std::ifstream owner_file(entry.path() / "owner.pid");
-            pid_t owner = 0;
-            if (!(owner_file >> owner) || owner <= 0) continue;  // being created right now
-            if (alive(owner)) continue;
-            kill_and_remove(entry.path());
-        }
-    }
-
-    /// Forks the watchdog and execs a shell at once (nothing else is safe after fork in a
-    /// threaded process): it reads its stdin, the pipe, until EOF, then cleans up.
+    /// The watchdog stops the server (immediate shutdown) and removes the directory.
     void start_watchdog() {
-        const std::string cleanup = "trap '' INT TERM HUP; cat >/dev/null; " + as_owner(bin("pg_ctl") + " stop -m immediate -D " +
-                                    quote(data_dir())) + " >/dev/null 2>&1; rm -rf " + quote(dir_.string());
-        const char* argv[] = {"/bin/sh", "-c", cleanup.c_str(), nullptr};
-        int channel[2];
-        if (::pipe2(channel, O_CLOEXEC) != 0) throw std::runtime_error("pg_server: pipe2 failed");
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            ::dup2(channel[0], STDIN_FILENO);  // dup2 clears close-on-exec for stdin only
-            ::setpgid(0, 0);                   // out of the terminal's process group: Ctrl-C does not reach it
-            ::execv("/bin/sh", const_cast<char* const*>(argv));
-            ::_exit(127);
-        }
-        ::close(channel[0]);
-        if (pid < 0) {
-            ::close(channel[1]);
-            throw std::runtime_error("pg_server: fork failed");
-        }
-        watchdog_ = pid;
-        watchdog_pipe_ = channel[1];
-    }
-
-    void end_watchdog() {
-        if (watchdog_pipe_ < 0) return;
-        ::close(watchdog_pipe_);
-        watchdog_pipe_ = -1;
-        ::waitpid(watchdog_, nullptr, 0);
+        watchdog_.start(as_owner(bin("pg_ctl") + " stop -m immediate -D " + shell_quote(data_dir())) + " >/dev/null 2>&1; rm -rf " +
+                            shell_quote(dir_.string()),
+                        "pg_server");
     }
 
     void stop_and_remove() {
@@ -261,8 +159,7 @@ private:
     limits limits_;
     std::filesystem::path dir_;
     int port_ = 0;
-    pid_t watchdog_ = -1;
-    int watchdog_pipe_ = -1;
+    watchdog_process watchdog_;
 };
 
 }  // namespace seqinbox::test

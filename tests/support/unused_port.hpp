@@ -1,11 +1,12 @@
 #pragma once
 // A port on 127.0.0.1 that nothing listens on right now (bound, then closed): a dead host for
 // multi-host connection strings, or a port for a throwaway server (which may lose it to a
-// race: retry).
+// race: start_on_unused_port retries).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <functional>
 #include <stdexcept>
 
 namespace seqinbox::test {
@@ -21,6 +22,16 @@ inline int unused_port() {
     if (fd >= 0) ::close(fd);
     if (!ok) throw std::runtime_error("unused_port: no free port on 127.0.0.1");
     return ntohs(address.sin_port);
+}
+
+/// Starts a server on an unused port: `port` set, then `start()`; a free port can be taken
+/// between probing and listening, so up to `attempts` ports are tried. Whether one started.
+inline bool start_on_unused_port(int& port, const std::function<bool()>& start, int attempts = 3) {
+    for (int attempt = 1; attempt <= attempts; ++attempt) {
+        port = unused_port();
+        if (start()) return true;
+    }
+    return false;
 }
 
 }  // namespace seqinbox::test
