@@ -38,7 +38,9 @@ class mariadb_server {
 public:
     enum class commits { not_durable, durable };
 
-    explicit mariadb_server(commits durability = commits::not_durable) : durability_(durability) {
+    /// `server_options`: more mariadbd options (e.g. " --log-bin"), each with a leading space.
+    explicit mariadb_server(commits durability = commits::not_durable, std::string server_options = {})
+        : durability_(durability), server_options_(std::move(server_options)) {
         remove_abandoned_directories(directory_prefix, kill_and_remove);
         dir_ = make_server_directory(directory_prefix, "mysql", "mariadb_server");
         try {
@@ -136,7 +138,7 @@ private:
             " --port=" + std::to_string(port_) + " --bind-address=127.0.0.1 --pid-file=" +
             shell_quote((dir_ / "mariadbd.pid").string()) + " --log-error=" + shell_quote((dir_ / "server.log").string()) +
             " --max-connections=300 --innodb-log-file-size=16M --innodb-buffer-pool-size=64M" +
-            (durability_ == commits::durable ? "" : " --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0");
+            (durability_ == commits::durable ? "" : " --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0") + server_options_;
         if (!try_run("mariadbd" + options + " </dev/null >/dev/null 2>&1 &")) return false;
         bool accepting = false;
         wait_until([&] { return (accepting = accepts_connections()) || aborted(); }, std::chrono::seconds(60), std::chrono::milliseconds(50));
@@ -173,6 +175,7 @@ private:
     }
 
     commits durability_;
+    std::string server_options_;
     std::filesystem::path dir_;
     int port_ = 0;
     watchdog_process watchdog_;

@@ -157,6 +157,42 @@ BOOST_AUTO_TEST_CASE(a_server_whose_sessions_start_without_autocommit_records_ev
     BOOST_TEST(again.empty());
 }
 
+// A server with binary logging in statement format (binlog_format = STATEMENT; MIXED is MariaDB's
+// default): InnoDB refuses to log the store's writes at READ COMMITTED (1665). A session whose user
+// may choose its format logs rows; another is refused when it opens, naming the setting.
+BOOST_AUTO_TEST_CASE(a_server_logging_statements_gets_row_logging_sessions_or_a_clear_refusal) {
+    mariadb_server server(mariadb_server::commits::not_durable, " --log-bin --server-id=1 --binlog-format=STATEMENT");
+    soci::session admin(soci::mysql, server.soci_connect());
+    admin << "CREATE DATABASE inbox";
+    const auto url = server.url("inbox");
+    BOOST_TEST(mdb::migrate(url).applied == every_version(), boost::test_tools::per_element());  // root: BINLOG ADMIN
+    {
+        mdb::store store({.url = url});
+        const auto now = std::chrono::system_clock::now();
+        const auto instance = store.create_or_get_instance("S", "c1", now, now + 24h).id;
+        auto tx = store.begin();
+        BOOST_TEST(tx.claim({{"T", "k1"}, instance, now}).won);
+        tx.commit();
+    }
+    admin << "CREATE USER 'inbox'@'127.0.0.1' IDENTIFIED BY 'pw'";
+    admin << "GRANT ALL ON inbox.* TO 'inbox'@'127.0.0.1'";
+    std::string text;
+    const std::string user_url = "mariadb://inbox:pw@127.0.0.1:" + std::to_string(server.port()) + "/inbox";
+    BOOST_TEST(failure_of([&] { mdb::store store({.url = user_url}); }, text) == "configuration");
+    BOOST_TEST(text.find("binlog_format") != std::string::npos, text);
+    BOOST_TEST(text.find("pw") == std::string::npos, text);
+}
+
+// A script failing halfway (here: a table of the same name, made by something else, that V1's
+// foreign keys cannot reference) is named in the error.
+BOOST_AUTO_TEST_CASE(a_script_that_fails_is_named_in_the_error) {
+    const auto url = mariadb_server::shared().create_database();
+    session_on(url) << "CREATE TABLE sequence_instance (id INT PRIMARY KEY) ENGINE = InnoDB";
+    std::string text;
+    BOOST_TEST(failure_of([&] { mdb::migrate(url); }, text) != "none");
+    BOOST_TEST(text.find("applying schema script mariadb/V1__inbox_tables.sql") != std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(an_unreachable_server_is_a_connection_error_naming_the_redacted_url) {
     const std::string url = "mariadb://root:s3cret@127.0.0.1:" + std::to_string(seqinbox::test::unused_port()) + "/nowhere";
     std::string text;

@@ -142,7 +142,28 @@ std::unique_ptr<soci::session> connect(const std::string& url, std::chrono::seco
     } catch (const soci::soci_error& e) {
         rethrow(e, "configuring the session", url);
     }
+    log_rows_not_statements(*session, url);
     return session;
+}
+
+// InnoDB cannot log statements at READ COMMITTED: with binlog_format = STATEMENT every write fails
+// (1665). MIXED (MariaDB's default) logs such writes as rows; a session may choose it when its user
+// holds BINLOG ADMIN, else the server's setting must change.
+void log_rows_not_statements(soci::session& session, const std::string& url) {
+    int statements = 0;
+    try {
+        session << "SELECT @@log_bin = 1 AND @@binlog_format = 'STATEMENT'", soci::into(statements);
+        if (statements == 0) return;
+        session << "SET SESSION binlog_format = 'MIXED'";
+    } catch (const soci::soci_error& e) {
+        if (statements == 0) rethrow(e, "reading the server's binary log format", url);
+        throw error(error_category::configuration,
+                    "MariaDB at '" + redact_url(url) +
+                        "' logs statements (binlog_format = STATEMENT), which InnoDB cannot do at READ COMMITTED, the isolation the "
+                        "store needs: every write would fail (error 1665). Set binlog_format = MIXED (the default) or ROW on the "
+                        "server, or grant the store's user BINLOG ADMIN so that its sessions log MIXED (" +
+                        e.get_error_message() + ")");
+    }
 }
 
 unsigned error_number(const soci::soci_error& e) {

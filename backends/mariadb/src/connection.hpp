@@ -30,6 +30,9 @@ std::optional<url_parts> parse_url(std::string_view url);
 /// the redacted url.
 std::unique_ptr<soci::session> connect(const std::string& url, std::chrono::seconds lock_wait);
 
+/// Makes the session log rows where the server logs statements, or throws a configuration error.
+void log_rows_not_statements(soci::session& session, const std::string& url);
+
 /// The server's error number of a SOCI error (0 for an error SOCI raised itself).
 unsigned error_number(const soci::soci_error& e);
 

@@ -112,7 +112,7 @@ migrate_report migrate(const std::string& url, const migrate_options& options) {
     if (target < 0 || target > latest_schema_version())
         throw error(error_category::misuse, "migrate: target version " + std::to_string(target) + " is outside 0.." +
                                                 std::to_string(latest_schema_version()) + ", the MariaDB schema versions this library knows");
-    std::string_view doing = "taking the schema migration lock";
+    std::string doing = "taking the schema migration lock";  // owned: the catch outlives the try's locals
     try {
         const migration_lock lock(url, options.lock_wait);
         std::unique_ptr<soci::session> session = detail::connect(url, migration_lock_wait);
@@ -124,11 +124,9 @@ migrate_report migrate(const std::string& url, const migrate_options& options) {
         migrate_report report;
         for (const auto& [version, script] : history) report.already_applied.push_back(version);
         report.schema_version = history.empty() ? 0 : history.rbegin()->first;
-        std::string what;
         for (const auto& script : schema_scripts()) {
             if (script.version > target || history.contains(script.version)) continue;
-            what = "applying schema script mariadb/V" + std::to_string(script.version) + "__" + std::string(script.name) + ".sql";
-            doing = what;
+            doing = "applying schema script mariadb/V" + std::to_string(script.version) + "__" + std::string(script.name) + ".sql";
             apply(*session, script);
             report.applied.push_back(script.version);
             report.schema_version = std::max(report.schema_version, script.version);
