@@ -199,3 +199,25 @@ BOOST_AUTO_TEST_CASE(a_record_too_large_to_buffer_fails_alone_in_its_batch) {
     BOOST_TEST(f.error_sink.records().front().kind == si::failure_kind::unstorable_key);
     BOOST_TEST(count(f, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'") == 1);
 }
+
+// A record refused under a small max_allowed_packet is buffered when it comes again after the
+// server's limit was raised, by the same store: sessions keep the limit they were opened with, so
+// the store reads the server's again before refusing, and replaces its sessions opened before.
+BOOST_AUTO_TEST_CASE(a_record_refused_for_its_size_is_buffered_when_resent_after_a_raise) {
+    fixture f;
+    struct small_packets {
+        explicit small_packets(fixture& f) : f(f) { f.inspection() << "SET GLOBAL max_allowed_packet = 2097152"; }
+        ~small_packets() { f.inspection() << "SET GLOBAL max_allowed_packet = 16777216"; }
+        fixture& f;
+    } scope(f);
+    si::mariadb::store store(si::conformance::detail::mariadb_fixture_options(f.url));  // its sessions see 2 MB
+    fixture::inbox_type<> inbox(store, f.source, f.error_sink, si::testing::order_declarations(), {.clock = f.clock});
+    si::testing::call_log log;
+    si::conformance::listen(inbox, log, {});
+    const auto big = si::testing::record("OrderValidated", "v-big", "c-big", std::string(1536 * 1024, 'v'));  // 3 MB of hex
+    BOOST_TEST(inbox.deliver(big).outcome == si::outcome::failed);
+    f.inspection() << "SET GLOBAL max_allowed_packet = 16777216";
+    BOOST_TEST(inbox.deliver(big).outcome == si::outcome::buffered);
+    BOOST_TEST(inbox.deliver(si::testing::record("OrderCreated", "c-big", "c-big")).released == 1u);
+    BOOST_TEST(log.calls().size() == 2u);
+}

@@ -104,8 +104,9 @@ BOOST_AUTO_TEST_CASE(killed_sessions_and_a_sigkilled_relay_lose_nothing_and_keep
     std::istringstream first_log(first.log());
     for (std::string line; std::getline(first_log, line);)
         if (contains(line, " error ")) BOOST_TEST_MESSAGE("first relay: " << line);
-    // The killed sessions stay in the pool until used: their next use reports the loss.
-    BOOST_TEST(contains(first.log(), "the connection to MariaDB was lost"), first.log());
+    // A killed session idle in the pool is replaced when next handed out, without an error; one
+    // killed inside a transaction reports the loss ("the connection to MariaDB was lost"): either
+    // way the relay went on (above) and loses nothing (below).
     const auto at_kill = world.published();
     BOOST_TEST_MESSAGE("SIGKILL at " << at_kill << " of " << work.logical << " published");
     BOOST_TEST(at_kill < static_cast<long long>(work.logical), "the SIGKILL came mid-stream");

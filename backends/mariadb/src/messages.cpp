@@ -197,10 +197,12 @@ std::string store::buffering_problem(const message_record& row) const {
     // The longest statement storing it: the insert of a new key (insert_if_first), with room for
     // the numbers and times that differ when it is written.
     constexpr std::size_t room = 256;
-    const std::size_t limit = pool_->max_query_bytes();
     const std::size_t length =
         insert_sql(row, " WHERE NOT EXISTS (SELECT 1 FROM sequenced_message WHERE " + detail::key_condition(row.key()) + ")").size() + room;
-    if (limit == 0 || length <= limit) return {};
+    if (length <= pool_->max_query_bytes()) return {};
+    pool_->refresh_max_query_bytes();  // raised meanwhile? (a session keeps the value it opened with)
+    const std::size_t limit = pool_->max_query_bytes();
+    if (length <= limit) return {};
     return storing(row) + ": its statement would be " + std::to_string(length) + " bytes, more than the " + std::to_string(limit) +
            " bytes one query may carry on this server (values travel as hex: raise max_allowed_packet to over twice the record's size)";
 }

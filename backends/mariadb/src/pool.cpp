@@ -1,5 +1,6 @@
 #include "pool.hpp"
 
+#include <errmsg.h>
 #include <poll.h>
 
 #include <random>
@@ -11,6 +12,7 @@
 #include "codec.hpp"
 #include "connection.hpp"
 #include "seqinbox/error.hpp"
+#include "store_parts.hpp"
 
 namespace seqinbox::mariadb::detail {
 
@@ -49,6 +51,10 @@ void drain(MYSQL* my) noexcept {
 
 }  // namespace
 
+std::size_t query_bytes_for(std::size_t max_allowed_packet) noexcept {
+    return max_allowed_packet > 2 * query_margin ? max_allowed_packet - query_margin : max_allowed_packet / 2;
+}
+
 connection::connection(const store_options& options, counters& counts)
     : counts_(&counts), session_(connect(options.url, options.lock_wait_timeout)) {
     counts.connections_opened.fetch_add(1, std::memory_order_relaxed);
@@ -58,8 +64,9 @@ connection::connection(const store_options& options, counters& counts)
             server_id_ = static_cast<std::uint64_t>(number_at(r, 0));
             flush_setting_ = static_cast<int>(number_at(r, 1));
             max_allowed_packet_ = static_cast<std::size_t>(number_at(r, 2));
-            max_query_bytes_ = max_allowed_packet_ > 2 * query_margin ? max_allowed_packet_ - query_margin : max_allowed_packet_ / 2;
+            max_query_bytes_ = query_bytes_for(max_allowed_packet_);
         });
+        counts.newest_max_query_bytes.store(max_query_bytes_, std::memory_order_relaxed);
     } catch (const soci::soci_error& e) {
         rethrow(e, "setting up the new connection", options.url);
     }
@@ -108,6 +115,13 @@ void connection::check_each_fits(std::span<const statement> statements) {
         const std::size_t length = statements[i].sql.size();
         if (length <= max_query_bytes_) continue;
         failed_statement_ = i;
+        if (length <= counts_->newest_max_query_bytes.load(std::memory_order_relaxed)) {
+            broken_ = true;  // a session opened now carries it: the pool replaces this one
+            throw soci::mysql_soci_error("this session was opened before max_allowed_packet was raised (" +
+                                             std::to_string(max_allowed_packet_) + " for it) and cannot send a statement of " +
+                                             std::to_string(length) + " bytes; a new session can",
+                                         CR_SERVER_LOST);
+        }
         throw soci::mysql_soci_error("a statement of " + std::to_string(length) + " bytes, more than the " +
                                          std::to_string(max_query_bytes_) + " bytes one query may carry on this server (max_allowed_packet " +
                                          std::to_string(max_allowed_packet_) +
@@ -202,7 +216,7 @@ lease pool::acquire() {
     for (;;) {
         std::unique_ptr<connection> idle = take_idle_or_place();
         if (!idle) return open_new();
-        if (!idle->ended_while_idle()) return {shared_from_this(), std::move(idle)};
+        if (!idle->ended_while_idle() && !idle->predates_a_raise()) return {shared_from_this(), std::move(idle)};
         drop(std::move(idle));
     }
 }
@@ -228,15 +242,22 @@ std::unique_ptr<connection> pool::take_idle_or_place() {
 
 lease pool::open_new() {
     try {
-        auto conn = std::make_unique<connection>(options_, counts_);
-        max_query_bytes_.store(conn->max_query_bytes(), std::memory_order_relaxed);
-        return {shared_from_this(), std::move(conn)};
+        return {shared_from_this(), std::make_unique<connection>(options_, counts_)};
     } catch (...) {
         std::lock_guard lock(mutex_);
         --open_;
         available_.notify_one();
         throw;
     }
+}
+
+void pool::refresh_max_query_bytes() {
+    autocommitted(*this, "reading max_allowed_packet", [&](connection& c) {
+        c.rows("SELECT @@GLOBAL.max_allowed_packet", [&](const row& r) {
+            counts_.newest_max_query_bytes.store(query_bytes_for(static_cast<std::size_t>(number_at(r, 0))), std::memory_order_relaxed);
+        });
+        return 0;
+    });
 }
 
 void pool::give_back(std::unique_ptr<connection> conn) noexcept {

@@ -23,7 +23,13 @@ namespace seqinbox::mariadb::detail {
 
 struct counters {
     std::atomic<std::uint64_t> round_trips{0}, connections_opened{0}, connections_replaced{0};
+    /// max_query_bytes for a session opened now (the server's max_allowed_packet as last read;
+    /// 0 before the first): a session keeps the value it was opened with.
+    std::atomic<std::size_t> newest_max_query_bytes{0};
 };
+
+/// The longest query a session of `max_allowed_packet` may send.
+std::size_t query_bytes_for(std::size_t max_allowed_packet) noexcept;
 
 /// A SOCI session with what the store knows of it.
 class connection {
@@ -74,6 +80,10 @@ public:
     /// Whether the server ended the session while it was idle (an operator's KILL, wait_timeout,
     /// a restart): it then sent an error or closed the socket, which is readable. No round trip.
     bool ended_while_idle() const noexcept;
+    /// Whether max_allowed_packet was raised since the session was opened (which keeps its value).
+    bool predates_a_raise() const noexcept {
+        return max_query_bytes_ < counts_->newest_max_query_bytes.load(std::memory_order_relaxed);
+    }
 
     void mark_broken() noexcept { broken_ = true; }
     bool broken() const noexcept { return broken_; }
@@ -140,8 +150,11 @@ public:
     /// A token no claim statement of this process used before (claims.cpp).
     long long next_claim_token() noexcept;
     bool durable_commits = true;
-    /// max_query_bytes() of the newest connection (0 before the first).
-    std::size_t max_query_bytes() const noexcept { return max_query_bytes_.load(std::memory_order_relaxed); }
+    /// max_query_bytes() of a session opened now (0 before the first).
+    std::size_t max_query_bytes() const noexcept { return counts_.newest_max_query_bytes.load(std::memory_order_relaxed); }
+    /// Reads the server's max_allowed_packet again (one round trip): a raise reaches new sessions
+    /// only, and the pool then replaces its idle sessions opened before it.
+    void refresh_max_query_bytes();
 
 private:
     /// An idle connection, or nullptr with a place reserved for a new one (open_new).
@@ -154,7 +167,6 @@ private:
     counters counts_;
     seqinbox::detail::instance_cache instances_;
     std::atomic<unsigned long long> token_;
-    std::atomic<std::size_t> max_query_bytes_{0};
     std::mutex mutex_;
     std::condition_variable available_;
     std::vector<std::unique_ptr<connection>> idle_;
