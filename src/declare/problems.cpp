@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "seqinbox/declare/max_retention.hpp"
 #include "seqinbox/error.hpp"
 
 namespace seqinbox::detail {
@@ -133,8 +134,13 @@ void check_sequence_basics(problem_list& out) {
         }
         if (seq.retention <= std::chrono::seconds::zero())
             out.add_for_sequence(s, "retention period must be positive, got " + std::to_string(seq.retention.count()) + "s");
+        if (seq.retention > max_retention)
+            out.add_for_sequence(s, "retention period is longer than ten years (the most), got " + std::to_string(seq.retention.count()) + "s");
         if (seq.deduplication_window && *seq.deduplication_window < std::chrono::seconds::zero())
             out.add_for_sequence(s, "deduplication window must not be negative, got " + std::to_string(seq.deduplication_window->count()) + "s");
+        if (seq.deduplication_window && *seq.deduplication_window > max_retention)
+            out.add_for_sequence(s, "deduplication window is longer than ten years (the most), got " +
+                                        std::to_string(seq.deduplication_window->count()) + "s");
         if (seq.messages.empty()) out.add_for_sequence(s, "declares no message types");
         for (std::size_t m = 0; m < seq.messages.size(); ++m) {
             const auto& msg = seq.messages[m];

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "seqinbox/declare/max_retention.hpp"
 #include "seqinbox/declare/problems.hpp"
 
 namespace {
@@ -193,6 +194,21 @@ BOOST_AUTO_TEST_CASE(rejects_a_negative_deduplication_window_and_accepts_zero) {
     expect_problem(one(s), {"sequence 'S': deduplication window must not be negative, got -5s"}, 0);
     s.deduplication_window = 0s;
     expect_valid(one(s));
+}
+
+// Instance times are system_clock time points: a retention of centuries would overflow them
+// (undefined behaviour) where YAML already refused more than ten years.
+BOOST_AUTO_TEST_CASE(rejects_a_retention_or_window_longer_than_ten_years) {
+    auto s = seq("S", {msg("A")});
+    s.retention = si::max_retention;
+    expect_valid(one(s));
+    s.retention = std::chrono::hours(24 * 365 * 1000);
+    expect_problem(one(s), {"sequence 'S': retention period is longer than ten years (the most), got 31536000000s"}, 0);
+    s.retention = 1h;
+    s.deduplication_window = std::chrono::seconds::max();
+    expect_problem(one(s), {"sequence 'S': deduplication window is longer than ten years (the most), got " +
+                            std::to_string(std::chrono::seconds::max().count()) + "s"},
+                   0);
 }
 
 BOOST_AUTO_TEST_CASE(rejects_type_declared_twice_in_one_sequence) {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <variant>
 
+#include "seqinbox/declare/max_retention.hpp"
 #include "seqinbox/yaml/retention.hpp"
 
 namespace seqinbox::yaml {
@@ -13,7 +14,7 @@ namespace seqinbox::yaml {
 namespace {
 
 // Ten years: more is surely a typo, and keeps every sum far from overflow.
-constexpr std::int64_t max_seconds = 10LL * 366 * 24 * 3600;
+constexpr std::int64_t max_seconds = max_retention.count();
 
 std::int64_t unit_seconds(char unit) {
     switch (unit) {
