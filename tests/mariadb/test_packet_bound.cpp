@@ -60,6 +60,15 @@ failure failure_of(Work work) {
     return {};
 }
 
+/// The server's max_allowed_packet at `bytes` for sessions opened while this lives; the default after.
+struct small_packets {
+    small_packets(fixture& f, long long bytes) : f(f) { f.inspection() << "SET GLOBAL max_allowed_packet = " + std::to_string(bytes); }
+    ~small_packets() { f.inspection() << "SET GLOBAL max_allowed_packet = 16777216"; }
+    small_packets(const small_packets&) = delete;
+    small_packets& operator=(const small_packets&) = delete;
+    fixture& f;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(the_throwaway_server_runs_with_the_default_max_allowed_packet) {
@@ -93,11 +102,7 @@ BOOST_AUTO_TEST_CASE(a_batch_of_thousands_of_keys_with_long_ids_is_decided) {
 // messages' waiting rows too.
 BOOST_AUTO_TEST_CASE(a_batch_is_decided_in_parts_under_a_small_max_allowed_packet) {
     fixture f;
-    struct small_packets {
-        explicit small_packets(fixture& f) : f(f) { f.inspection() << "SET GLOBAL max_allowed_packet = 16384"; }
-        ~small_packets() { f.inspection() << "SET GLOBAL max_allowed_packet = 16777216"; }
-        fixture& f;
-    } scope(f);
+    const small_packets scope(f, 16384);
     si::mariadb::store store(si::conformance::detail::mariadb_fixture_options(f.url));  // its sessions see 16 KB
     fixture::inbox_type<> inbox(store, f.source, f.error_sink, si::testing::order_declarations(), {.clock = f.clock});
     si::testing::call_log log;
@@ -205,11 +210,7 @@ BOOST_AUTO_TEST_CASE(a_record_too_large_to_buffer_fails_alone_in_its_batch) {
 // the store reads the server's again before refusing, and replaces its sessions opened before.
 BOOST_AUTO_TEST_CASE(a_record_refused_for_its_size_is_buffered_when_resent_after_a_raise) {
     fixture f;
-    struct small_packets {
-        explicit small_packets(fixture& f) : f(f) { f.inspection() << "SET GLOBAL max_allowed_packet = 2097152"; }
-        ~small_packets() { f.inspection() << "SET GLOBAL max_allowed_packet = 16777216"; }
-        fixture& f;
-    } scope(f);
+    const small_packets scope(f, 2097152);
     si::mariadb::store store(si::conformance::detail::mariadb_fixture_options(f.url));  // its sessions see 2 MB
     fixture::inbox_type<> inbox(store, f.source, f.error_sink, si::testing::order_declarations(), {.clock = f.clock});
     si::testing::call_log log;
