@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/outcome.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -21,6 +22,7 @@ enum class decision_kind {
     not_sequenced,   ///< handled directly, nothing stored: `result` is not_sequenced, or failed when the listener threw
     expired,         ///< an operator expired a WAITING message: PROCESSED without running its listener
     closed,          ///< every declared type of `instance` is processed: the instance is CLOSED
+    overflowed,      ///< a message had to wait in `instance` of `sequence`, whose buffer was full: `overflow` applies
 };
 
 constexpr std::string_view to_string(decision_kind k) noexcept {
@@ -35,6 +37,7 @@ constexpr std::string_view to_string(decision_kind k) noexcept {
     case decision_kind::not_sequenced: return "not_sequenced";
     case decision_kind::expired: return "expired";
     case decision_kind::closed: return "closed";
+    case decision_kind::overflowed: return "overflowed";
     }
     return "?";
 }
@@ -51,7 +54,9 @@ struct decision {
     std::string_view reason;                     ///< duplicate, failed, release_failed, rejected
     seqinbox::rejection rejection = rejection::none;  ///< rejected: why
     outcome result = outcome::not_sequenced;     ///< not_sequenced: the delivery's outcome
-    instance_id instance = 0;                    ///< closed: the instance
+    instance_id instance = 0;                    ///< closed, overflowed: the instance
+    std::string_view sequence;                   ///< overflowed: the instance's sequence
+    overflow_policy overflow = overflow_policy::dead_letter_newest;  ///< overflowed: the policy applied
     std::chrono::nanoseconds waited{};           ///< released: since the message was stored WAITING
 };
 

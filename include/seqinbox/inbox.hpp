@@ -338,7 +338,7 @@ private:
     static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
 
     static locked_instance held(instance_lock lock) {
-        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}, {}};
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}, {}, {}};
     }
 
     /// Steps 3 to 7 of docs/processing.md.
@@ -366,6 +366,7 @@ private:
             return skipped(d, result, "already handled");
         }
         if (waits(d, locked, now)) {
+            if (overflowed(s, locked, d, result)) return result;
             if (auto problem = buffer(s, locked, d, existing, now); !problem.empty()) {
                 fail(s, instance, d, {"the store cannot buffer the record: " + problem, failure_kind::unstorable_key});
                 result.outcome = outcome::failed;
@@ -478,6 +479,11 @@ private:
     void fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault);
     void after_processed(scope& s, const delivery& d, locked_instance& locked, const std::string& type, delivery_result& result);
 
+    // ---- bounded buffers: the overflow policies (detail/inbox_overflow.hpp) ----
+    bool overflowed(scope& s, locked_instance& locked, const delivery& d, delivery_result& result);
+    static std::string overflow_reason(const locked_instance& locked, const delivery& d, std::size_t limit);
+    void dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id, const std::string& reason);
+
     // ---- listeners: propagation, savepoints, what a failure means (detail/inbox_listeners.hpp) ----
     void invoke_direct(scope& s, const delivery& d);
     void guarded_invoke(transaction& t1, const message_type& message, const envelope& record, const entry& type,
@@ -566,6 +572,7 @@ private:
 
 #include "seqinbox/detail/inbox_classify.hpp"
 #include "seqinbox/detail/inbox_steps.hpp"
+#include "seqinbox/detail/inbox_overflow.hpp"
 #include "seqinbox/detail/inbox_listeners.hpp"
 #include "seqinbox/detail/inbox_release.hpp"
 #include "seqinbox/detail/inbox_batch.hpp"

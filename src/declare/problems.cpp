@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/max_retention.hpp"
 #include "seqinbox/error.hpp"
 
@@ -141,6 +142,9 @@ void check_sequence_basics(problem_list& out) {
         if (seq.deduplication_window && *seq.deduplication_window > max_retention)
             out.add_for_sequence(s, "deduplication window is longer than ten years (the most), got " +
                                         std::to_string(seq.deduplication_window->count()) + "s");
+        if (seq.max_waiting && (*seq.max_waiting == 0 || *seq.max_waiting > most_max_waiting))
+            out.add_for_sequence(s, "maxWaiting must be between 1 and " + std::to_string(most_max_waiting) + ", got " +
+                                        std::to_string(*seq.max_waiting));
         if (seq.messages.empty()) out.add_for_sequence(s, "declares no message types");
         for (std::size_t m = 0; m < seq.messages.size(); ++m) {
             const auto& msg = seq.messages[m];

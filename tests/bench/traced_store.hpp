@@ -91,6 +91,9 @@ public:
     seqinbox::instance_lock lock_instance(seqinbox::instance_id instance) {
         return traced("lock_instance", [&] { return inner().lock_instance(instance); });
     }
+    std::size_t count_waiting(seqinbox::instance_id instance, std::size_t up_to) {
+        return traced("count_waiting", [&] { return inner().count_waiting(instance, up_to); });
+    }
     std::vector<seqinbox::message_record> waiting_messages(seqinbox::instance_id instance,
                                                            std::span<const std::string> types) {
         return traced("waiting_messages", [&] { return inner().waiting_messages(instance, types); });

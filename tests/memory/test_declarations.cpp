@@ -211,6 +211,18 @@ BOOST_AUTO_TEST_CASE(rejects_a_retention_or_window_longer_than_ten_years) {
                    0);
 }
 
+BOOST_AUTO_TEST_CASE(rejects_a_buffer_limit_of_zero_or_beyond_the_most) {
+    auto s = seq("S", {msg("A")});
+    s.buffer.max_waiting = 1;
+    expect_valid(one(s));
+    s.buffer.max_waiting = si::most_max_waiting;
+    expect_valid(one(s));
+    s.buffer.max_waiting = 0;
+    expect_problem(one(s), {"sequence 'S': maxWaiting must be between 1 and 1000000, got 0"}, 0);
+    s.buffer.max_waiting = si::most_max_waiting + 1;
+    expect_problem(one(s), {"sequence 'S': maxWaiting must be between 1 and 1000000, got 1000001"}, 0);
+}
+
 BOOST_AUTO_TEST_CASE(rejects_type_declared_twice_in_one_sequence) {
     expect_problem(one(seq("S", {msg("A"), msg("B"), msg("A")})),
                    {"sequence 'S': type 'A': declared twice in this sequence (messages[0] and messages[2])"}, 0, 2);

@@ -32,7 +32,7 @@ endfunction()
 # Valid, built-in names only: summary with the release graph in topological order.
 run(0 ARGS valid/topics_and_clusters.yaml
   OUT "^valid/topics_and_clusters.yaml: valid, 1 sequence\n"
-      "sequence S \\(retention 24h, 3 types\\)\n"
+      "sequence S \\(retention 24h, maxWaiting 10000 \\(the default\\), dead-letter-newest, 3 types\\)\n"
       "  1\\. OrderCreated: immediately; context id key \\(if missing: handle by default, dead-letter in seqinbox run\\), topic orders, cluster main\n"
       "  2\\. Payment\\.CARD: after OrderCreated; context id key \\([^)]*\\), topic payments, cluster finance\n"
       "  3\\. Payment\\.INVOICE: after OrderCreated"
@@ -50,8 +50,8 @@ run(1 ARGS valid/subtypes_across_sequences.yaml
       "3 problems found\n$"
   NOT_OUT "valid")
 run(0 ARGS --assume-registered valid/subtypes_across_sequences.yaml valid/two_sequences.yaml
-  OUT "sequence OrderSequence \\(retention 24h, 2 types\\)\n  1\\. OrderCreated: immediately; context id order-id \\(if missing: handle by default, dead-letter in seqinbox run\\)\n"
-      "sequence ReturnSequence \\(retention P7D, 2 types\\)"
+  OUT "sequence OrderSequence \\(retention 24h, maxWaiting 10000 \\(the default\\), dead-letter-newest, 2 types\\)\n  1\\. OrderCreated: immediately; context id order-id \\(if missing: handle by default, dead-letter in seqinbox run\\)\n"
+      "sequence ReturnSequence \\(retention P7D, maxWaiting 10000 \\(the default\\), dead-letter-newest, 2 types\\)"
       "assumed registered: order-id \\(valid/subtypes_across_sequences.yaml:8:29\\)\nassumed registered: validation-kind"
       "valid/two_sequences.yaml: valid, 2 sequences\n"
       "2\\. OrderShipped: after OrderCreated; context id json:/order/id"
@@ -72,12 +72,13 @@ run(1 ARGS invalid/not_utf8.yaml ERR "invalid/not_utf8.yaml:2:12: the file is no
 # JSON summary.
 run(0 ARGS --json valid/or_with_harmless_cycle.yaml
   OUT "^\\{\"files\": .\\{\"file\": \"valid/or_with_harmless_cycle.yaml\", \"valid\": true, \"errors\": .., "
-      "\"sequences\": .\\{\"name\": \"S\", \"retention\": \"90s\", \"retention_seconds\": 90, \"release_order\": .\\{\"type\": \"Start\""
+      "\"sequences\": .\\{\"name\": \"S\", \"retention\": \"90s\", \"retention_seconds\": 90, "
+      "\"buffer\": \\{\"max_waiting\": 10000, \"declared\": false, \"overflow_policy\": \"dead-letter-newest\"\\}, \"release_order\": .\\{\"type\": \"Start\""
       "\\{\"type\": \"X\", \"subtype\": \"\", \"qualified_type\": \"X\", \"release\": \"any_of\\(after Start, after Y\\)\", "
       "\"context_id_extractor\": \"key\", \"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}, \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
       "\"assumed\": ..\\}.\\}\n$")
 run(0 ARGS valid/recording_until.yaml
-  OUT "sequence OrderSequence \\(retention 24h, recording until 2026-12-01T01:30:00.5\\+01:30, 1 type\\)")
+  OUT "sequence OrderSequence \\(retention 24h, recording until 2026-12-01T01:30:00.5\\+01:30, maxWaiting 10000 \\(the default\\), dead-letter-newest, 1 type\\)")
 run(0 ARGS --json valid/recording_until.yaml
   OUT "\"recording_until\": \"2026-12-01T01:30:00.5\\+01:30\"\\}, \\{\"name\": \"ReturnSequence\""
       "\"recording_until\": null\\}")
@@ -94,6 +95,20 @@ run(0 ARGS --json valid/missing_context_id.yaml
   OUT "\"qualified_type\": \"A\", [^}]*\"missing_context_id\": \\{\"declared\": \"dead-letter\", \"library\": \"dead-letter\", \"relay\": \"dead-letter\"\\}"
       "\"qualified_type\": \"B\", [^}]*\"missing_context_id\": \\{\"declared\": \"handle\", \"library\": \"handle\", \"relay\": \"handle\"\\}"
       "\"qualified_type\": \"C\", [^}]*\"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}")
+
+# Bounded buffers: maxWaiting and overflowPolicy as declared, in the summary; bad values refused where written.
+run(0 ARGS valid/bounded_buffer.yaml
+  OUT "sequence OrderSequence \\(retention 24h, maxWaiting 500, reject, 2 types\\)"
+      "sequence ReturnSequence \\(retention 7d, maxWaiting 10000 \\(the default\\), dead-letter-instance, 1 type\\)")
+run(0 ARGS --json valid/bounded_buffer.yaml
+  OUT "\"buffer\": \\{\"max_waiting\": 500, \"declared\": true, \"overflow_policy\": \"reject\"\\}")
+run(1 ARGS invalid/bad_buffer.yaml
+  ERR "invalid/bad_buffer.yaml:4:17: sequence 'S': 'maxWaiting' must be a whole number from 1 to 1000000, got '0'"
+      "invalid/bad_buffer.yaml:5:21: sequence 'S': unknown overflowPolicy 'drop'; expected dead-letter-newest, dead-letter-instance or reject"
+      "invalid/bad_buffer.yaml:10:17: sequence 'T': 'maxWaiting' must be a whole number from 1 to 1000000, got '2000000'"
+      "invalid/bad_buffer.yaml:17:17: sequence 'U': 'maxWaiting' must be a whole number from 1 to 1000000, got '-3'"
+      "invalid/bad_buffer.yaml:18:5: sequence 'U': unknown key 'maxWaitng' \\(did you mean 'maxWaiting'\\?"
+      "5 problems found\n$")
 
 # Usage errors and unreadable files: exit 2.
 run(2 ERR "seqinbox validate: no FILE given")

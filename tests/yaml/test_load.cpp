@@ -154,6 +154,16 @@ BOOST_AUTO_TEST_CASE(deduplication_window_is_a_period_that_may_be_zero_and_defau
     BOOST_TEST((d.sequences[2].kept_closed_for() == 2h));
 }
 
+BOOST_AUTO_TEST_CASE(max_waiting_and_overflow_policy_as_declared_else_the_defaults) {
+    const auto d = load("bounded_buffer");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 2u);
+    BOOST_TEST((d.sequences[0].buffer.max_waiting == std::optional<std::size_t>(500)));
+    BOOST_TEST((d.sequences[0].buffer.on_overflow == seqinbox::overflow_policy::reject));
+    BOOST_TEST(!d.sequences[1].buffer.max_waiting.has_value());
+    BOOST_TEST(d.sequences[1].buffer.limit() == seqinbox::default_max_waiting);
+    BOOST_TEST((d.sequences[1].buffer.on_overflow == seqinbox::overflow_policy::dead_letter_instance));
+}
+
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {
     try {
         seqinbox::yaml::load_string("sequences: 3\n", "inline.yaml", app_registry());

@@ -35,7 +35,8 @@ namespace {
 
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
-constexpr std::array<std::string_view, 5> sequence_keys{"name", "retentionPeriod", "messages", "recordingUntil", "deduplicationWindow"};
+constexpr std::array<std::string_view, 7> sequence_keys{"name",           "retentionPeriod", "messages",      "recordingUntil",
+                                                        "deduplicationWindow", "maxWaiting", "overflowPolicy"};
 constexpr std::array<std::string_view, 8> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
                                                        "releaseCondition", "topic", "clusterName", "missingContextId"};
 constexpr std::array policies{missing_context_id_policy::handle, missing_context_id_policy::dead_letter};
@@ -185,6 +186,7 @@ private:
         retention(fields, where, seq);
         deduplication_window(fields, where, seq);
         recording(fields, where, seq);
+        buffer(fields, where, seq);
         if (const auto* messages = find(fields, "messages"); messages && !messages->second.IsNull()) {
             if (is(messages->second, YAML::NodeType::Sequence, where + ": 'messages'"))
                 for (std::size_t i = 0; i < messages->second.size(); ++i) message(messages->second[i], where, i, seq);
@@ -223,6 +225,31 @@ private:
             add(mark_of(find(fields, "recordingUntil")->second), where + ": 'recordingUntil' " + *why);
         else
             seq.recording_until = std::get<timestamp>(parsed);
+    }
+
+    void buffer(const field_list& fields, const std::string& where, sequence_entry& seq) {
+        seq.max_waiting_text = text(fields, "maxWaiting", where);
+        if (!seq.max_waiting_text.empty()) {
+            if (const auto limit = whole_number(seq.max_waiting_text); limit && *limit >= 1 && *limit <= most_max_waiting)
+                seq.buffer.max_waiting = *limit;
+            else
+                add(mark_of(find(fields, "maxWaiting")->second), where + ": 'maxWaiting' must be a whole number from 1 to " +
+                                                                     std::to_string(most_max_waiting) + ", got " + quote(seq.max_waiting_text));
+        }
+        const auto policy = text(fields, "overflowPolicy", where);
+        if (policy.empty()) return;
+        if (const auto known = parse_overflow_policy(policy)) seq.buffer.on_overflow = *known;
+        else
+            add(mark_of(find(fields, "overflowPolicy")->second),
+                where + ": unknown overflowPolicy " + quote(policy) + "; expected dead-letter-newest, dead-letter-instance or reject");
+    }
+
+    /// Digits only (no sign, no exponent), at most 7 of them: anything else is not a count.
+    static std::optional<std::size_t> whole_number(std::string_view text) {
+        if (text.empty() || text.size() > 7 || !std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+        std::size_t n = 0;
+        for (char c : text) n = n * 10 + static_cast<std::size_t>(c - '0');
+        return n;
     }
 
     void message(const YAML::Node& node, const std::string& sequence_where, std::size_t index, sequence_entry& seq) {

@@ -68,6 +68,16 @@ std::string missing_context_id_json(const yaml::message_entry& entry) {
            ", \"relay\": " + resolved(yaml::relay_missing_context_id) + "}";
 }
 
+/// "maxWaiting 500, reject" or "maxWaiting 10000 (the default), dead-letter-newest".
+std::string buffer_text(const buffer_limit& b) {
+    return "maxWaiting " + std::to_string(b.limit()) + (b.max_waiting ? "" : " (the default)") + ", " + std::string(to_string(b.on_overflow));
+}
+
+std::string buffer_json(const buffer_limit& b) {
+    return "{\"max_waiting\": " + std::to_string(b.limit()) + ", \"declared\": " + (b.max_waiting ? "true" : "false") +
+           ", \"overflow_policy\": " + json_string(to_string(b.on_overflow)) + "}";
+}
+
 void print_text(const checked_file& f, std::ostream& out) {
     const auto& decls = f.result.decls;
     out << f.doc.file << ": valid, " << decls.sequences.size() << (decls.sequences.size() == 1 ? " sequence\n" : " sequences\n");
@@ -77,8 +87,8 @@ void print_text(const checked_file& f, std::ostream& out) {
         const auto& window = f.doc.sequences[s].deduplication_window_text;
         out << "sequence " << seq.name << " (retention " << f.doc.sequences[s].retention_text << ", "
             << (window.empty() ? "" : "deduplication window " + window + ", ")
-            << (recording.empty() ? "" : "recording until " + recording + ", ") << seq.messages.size()
-            << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
+            << (recording.empty() ? "" : "recording until " + recording + ", ") << buffer_text(seq.buffer) << ", "
+            << seq.messages.size() << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
         std::size_t step = 0;
         for (auto m : release_order(seq)) {
             const auto& msg = seq.messages[m];
@@ -116,7 +126,7 @@ void print_json(const std::vector<checked_file>& files, std::ostream& out) {
             const auto& seq = decls.sequences[s];
             out << (s ? ", " : "") << "{\"name\": " << json_string(seq.name) << ", \"retention\": "
                 << json_string(f.doc.sequences[s].retention_text) << ", \"retention_seconds\": " << seq.retention.count()
-                << ", \"release_order\": [";
+                << ", \"buffer\": " << buffer_json(seq.buffer) << ", \"release_order\": [";
             bool first = true;
             for (auto m : release_order(seq)) {
                 const auto& msg = seq.messages[m];

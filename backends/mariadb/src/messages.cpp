@@ -101,6 +101,16 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
     return std::move(waiting_messages(std::span<const waiting_query>(&query, 1)).front());
 }
 
+// The index (sequence_instance_id, state, id) answers it; the LIMIT bounds the scan by maxWaiting.
+std::size_t store::transaction::count_waiting(instance_id instance, std::size_t up_to) {
+    std::size_t count = 0;
+    impl_->rows("counting waiting messages",
+                "SELECT count(*) FROM (SELECT 1 FROM sequenced_message WHERE sequence_instance_id = " + std::to_string(instance) +
+                    " AND state = 'WAITING' LIMIT " + std::to_string(up_to) + ") AS w",
+                [&](const detail::row& row) { count = std::stoull(std::string(row.bytes(0))); });
+    return count;
+}
+
 std::vector<std::vector<message_record>> store::transaction::waiting_messages(std::span<const waiting_query> queries) {
     std::vector<std::vector<message_record>> answers(queries.size());
     std::vector<std::string> conditions;

@@ -66,6 +66,14 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
     return found;
 }
 
+std::size_t store::transaction::count_waiting(instance_id instance, std::size_t up_to) {
+    std::size_t count = 0;
+    const auto answers = checked(impl_).batch("counting waiting messages", [&](detail::pipeline& batch) {
+        count = batch.statement(detail::waiting_count_sql(), {std::to_string(instance), std::to_string(up_to)});
+    });
+    return static_cast<std::size_t>(answers[count].number(0, 0));
+}
+
 std::vector<std::vector<message_record>> store::transaction::waiting_messages(std::span<const waiting_query> queries) {
     std::vector<std::string> instances, types;
     for (const auto& q : queries)

@@ -249,6 +249,13 @@ const named_sql& waiting_messages_sql() {
     return s;
 }
 
+// The partial index sequenced_message_waiting answers it; the LIMIT bounds the scan by maxWaiting.
+const named_sql& waiting_count_sql() {
+    static const named_sql s = named("waiting_count", "SELECT count(*) FROM (SELECT 1 FROM sequenced_message"
+                                                      " WHERE sequence_instance_id = $1 AND state = 'WAITING' LIMIT $2) AS w");
+    return s;
+}
+
 // The instance id and the state follow the columns of waiting_messages_batch_sql.
 const named_sql& action_targets_sql() {
     static const named_sql s = named("action_targets",

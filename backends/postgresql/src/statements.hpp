@@ -73,6 +73,8 @@ const named_sql& message_states_update_sql();   ///< states, times, ids (distinc
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
 /// offset, key and value as hex, record time, headers (encode_headers).
 const named_sql& waiting_messages_sql();
+/// How many WAITING rows an instance (id) has, counted no further than a limit (number).
+const named_sql& waiting_count_sql();
 /// The messages (ids: array_literal) of an instance (id) an action can run on: WAITING, or FAILED
 /// with a record; the columns of waiting_messages_batch_sql, then the state. By id.
 const named_sql& action_targets_sql();

@@ -50,6 +50,7 @@ struct sequence_shape {
     std::chrono::seconds retention{0};
     std::vector<message_shape> messages;
     std::optional<std::chrono::seconds> deduplication_window;
+    std::optional<std::size_t> max_waiting;
 };
 
 struct resolver_shape {
@@ -64,7 +65,7 @@ struct declarations_shape {
 
 template <class Message>
 sequence_shape shape_of(const sequence_declaration<Message>& seq) {
-    sequence_shape s{seq.name, seq.retention, {}, seq.deduplication_window};
+    sequence_shape s{seq.name, seq.retention, {}, seq.deduplication_window, seq.buffer.max_waiting};
     for (const auto& m : seq.messages)
         s.messages.push_back({m.type, m.subtype, static_cast<bool>(m.context_id), m.release, m.topic, m.cluster});
     return s;

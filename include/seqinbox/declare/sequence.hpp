@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/qualified_type.hpp"
 #include "seqinbox/envelope.hpp"
@@ -54,6 +55,8 @@ struct sequence_declaration {
     /// How long a CLOSED instance is kept after closing, so that late duplicates of its messages
     /// are still recognised (after it they are processed as new). Empty: the retention. Not negative.
     std::optional<std::chrono::seconds> deduplication_window{};
+    /// How many messages one instance may keep WAITING, and what happens beyond (buffer_limit.hpp).
+    buffer_limit buffer{};
 
     std::chrono::seconds kept_closed_for() const { return deduplication_window.value_or(retention); }
 };

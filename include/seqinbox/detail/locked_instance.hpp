@@ -3,6 +3,7 @@
 // delivery's T1 holds one; a batch, every instance it locked), with the rows a batch buffered.
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct locked_instance {
     std::vector<std::string> waiting;
     std::vector<unstored_row> unstored;  ///< a batch's only
     read_ahead_rows read_ahead;  ///< a batch's only
+    std::optional<std::size_t> stored_waiting{};  ///< counted once per lock, again after a release settled a stored row
 
     bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
 
@@ -39,6 +41,13 @@ struct locked_instance {
     std::vector<message_record> waiting_rows(Transaction& t1, std::span<const std::string> types) const {
         if (read_ahead.covers(types)) return read_ahead.of(types);
         return t1.waiting_messages(row.id, types);
+    }
+
+    /// The instance's WAITING messages, stored or this batch's unstored ones: the store counts
+    /// (up to `up_to`) only when stored rows may wait, and once until a release settles one.
+    std::size_t waiting_count(Transaction& t1, std::size_t up_to) {
+        if (!stored_waiting) stored_waiting = waiting.empty() ? 0 : t1.count_waiting(row.id, up_to);
+        return *stored_waiting + static_cast<std::size_t>(std::ranges::count_if(unstored, [](const unstored_row& u) { return !u.settled; }));
     }
 
     /// The unstored rows still waiting whose type `wanted(type)` accepts, into `plan`.
@@ -54,7 +63,10 @@ struct locked_instance {
     /// The replay of `row` stored its final state: not stored again at the batch's end, not
     /// read ahead any longer.
     void settle(const message_record& row) {
-        if (row.id != 0) return read_ahead.settle(row.key());
+        if (row.id != 0) {
+            stored_waiting.reset();
+            return read_ahead.settle(row.key());
+        }
         for (auto& u : unstored)
             if (u.row.key() == row.key()) u.settled = true;
     }

@@ -14,7 +14,8 @@ constexpr log_level level_of(const decision& e) noexcept {
     case decision_kind::failed:
     case decision_kind::release_failed:
     case decision_kind::rejected:
-    case decision_kind::expired: return log_level::warn;
+    case decision_kind::expired:
+    case decision_kind::overflowed: return log_level::warn;
     default: return log_level::info;
     }
 }
@@ -33,6 +34,9 @@ inline std::string text_of(const decision& e) {
     case decision_kind::not_sequenced: return "not sequenced " + what + " -> " + std::string(to_string(e.result));
     case decision_kind::expired: return "expired " + what + " by an operator: not replayed";
     case decision_kind::closed: return "closed instance " + std::to_string(e.instance) + " context " + detail::loggable(e.context_id);
+    case decision_kind::overflowed:
+        return "buffer full: " + what + " must wait in instance " + std::to_string(e.instance) + " of " + detail::loggable(e.sequence) +
+               ", " + detail::loggable(e.reason) + "; " + std::string(to_string(e.overflow));
     }
     return what;
 }

@@ -29,6 +29,7 @@ concept metrics_policy = requires(M& m, std::string_view type, std::chrono::nano
 // Optional, used when a sink has it: `m.action_executed(d)` — the pending operator actions of
 // one instance took d (basic_inbox::run_pending_actions); `m.decided(e)` — takes each decision
 // (seqinbox/decision.hpp) instead of the buffered, released, failed and duplicate calls it
-// implies (seqinbox/metrics/decision_counts.hpp).
+// implies (seqinbox/metrics/decision_counts.hpp); `m.buffer_overflow(sequence, policy)` — a message
+// had to wait in an instance of `sequence` whose buffer was full, and `policy` applied.
 
 }  // namespace seqinbox

@@ -20,6 +20,9 @@ void count(M& m, const decision& e) {
         case decision_kind::failed:
         case decision_kind::release_failed:
         case decision_kind::rejected: m.failed(metric_label(e.qualified_type, e.rejection)); break;
+        case decision_kind::overflowed:
+            if constexpr (requires { m.buffer_overflow(e.sequence, e.overflow); }) m.buffer_overflow(e.sequence, e.overflow);
+            break;
         default: break;  // processed, not_sequenced, expired, closed: no count of their own
         }
     }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/metrics/concept.hpp"
 #include "seqinbox/metrics/registry.hpp"
@@ -30,6 +31,7 @@ struct prometheus_options {
 /// seqinbox_buffered_messages_total, seqinbox_released_messages_total,
 /// seqinbox_failed_messages_total, seqinbox_duplicate_deliveries_total (counters),
 /// seqinbox_release_wait_seconds and seqinbox_handle_seconds (histograms).
+/// Per sequence and overflow policy: seqinbox_buffer_overflows_total (counter, labels `sequence`, `policy`).
 /// Operations: seqinbox_pending_action_seconds (histogram, per instance acted on);
 /// housekeeping(report) feeds seqinbox_housekeeping_deleted_instances_total and
 /// seqinbox_housekeeping_job_seconds (label `job`); refresh(store, now) sets the gauges
@@ -58,6 +60,9 @@ public:
           job_(&registry_->histogram("seqinbox_housekeeping_job_seconds", "Time one housekeeping job ran.", {"job"},
                                      options.job_buckets)),
           deleted_(&registry_->counter("seqinbox_housekeeping_deleted_instances_total", "Instances deleted by housekeeping.", {"job"})),
+          overflows_(&registry_->counter("seqinbox_buffer_overflows_total",
+                                         "Messages that had to wait in an instance whose buffer was full (maxWaiting).",
+                                         {"sequence", "policy"})),
           waiting_(&registry_->gauge("seqinbox_waiting_messages", "Messages waiting for their predecessors.", {"type"})),
           expiring_(&registry_->gauge("seqinbox_expiring_instances", "OPEN instances past a share of their retention.", {"sequence"})),
           expired_(&registry_->gauge("seqinbox_expired_instances", "OPEN instances past their retention.", {"sequence"})) {}
@@ -70,6 +75,7 @@ public:
     }
     void failed(std::string_view type) { failed_->inc({type}); }
     void duplicate(std::string_view type) { duplicate_->inc({type}); }
+    void buffer_overflow(std::string_view sequence, overflow_policy policy) { overflows_->inc({sequence, to_string(policy)}); }
     void handled(std::string_view type, std::chrono::nanoseconds took) { handle_->observe({type}, seconds(took)); }
     void action_executed(std::chrono::nanoseconds took) { action_->observe({}, seconds(took)); }
 
@@ -122,6 +128,7 @@ private:
     histogram_family* action_;
     histogram_family* job_;
     counter_family* deleted_;
+    counter_family* overflows_;
     gauge_family* waiting_;
     gauge_family* expiring_;
     gauge_family* expired_;

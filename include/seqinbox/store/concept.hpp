@@ -12,6 +12,7 @@
 // A transaction's operations come in three parts: the claim, the inbox state, and savepoints
 // (needed only by a Propagation policy that joins the claim transaction).
 #include <concepts>
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,6 +44,9 @@ concept inbox_state_transaction =
         { tx.lock_instance(instance) } -> std::same_as<instance_lock>;
         /// WAITING messages of the instance whose type is in `types`, oldest first, with payload.
         { tx.waiting_messages(instance, types) } -> std::same_as<std::vector<message_record>>;
+        /// How many WAITING messages of the instance the transaction sees, counted no further than
+        /// `up_to` (an answer of `up_to` means "at least"): the bound of a buffer (maxWaiting).
+        { tx.count_waiting(instance, std::size_t{}) } -> std::same_as<std::size_t>;
         // Optional: `tx.waiting_messages(std::span<const waiting_query>)` ->
         // std::vector<std::vector<message_record>>, the same for many instances in one call
         // (answers in query order); deliver_batch uses it when present.

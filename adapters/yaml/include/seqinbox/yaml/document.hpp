@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
@@ -56,6 +57,8 @@ struct sequence_entry {
     std::string recording_text;                ///< as written, for summaries
     std::optional<std::chrono::seconds> deduplication_window;  ///< deduplicationWindow; empty: the retention
     std::string deduplication_window_text;                     ///< as written, for summaries
+    buffer_limit buffer;           ///< maxWaiting (empty: the default) and overflowPolicy
+    std::string max_waiting_text;  ///< as written, for summaries
     std::vector<message_entry> messages;
 };
 

@@ -114,7 +114,7 @@ load_result<Message> bind_names(const document& doc, const registry<Message>& na
     out.problems = doc.problems;
     detail::binder<Message> binder(names, options, out);
     for (const auto& seq : doc.sequences) {
-        sequence_declaration<Message> s{seq.name, seq.retention, {}, seq.recording_until, seq.deduplication_window};
+        sequence_declaration<Message> s{seq.name, seq.retention, {}, seq.recording_until, seq.deduplication_window, seq.buffer};
         for (const auto& m : seq.messages) {
             message_declaration<Message> d{m.type, m.subtype, {}, {}, m.release, m.topic, m.cluster,
                                            m.missing_context_id.value_or(options.missing_context_id)};

@@ -231,6 +231,7 @@ public:
     /// The instance's types as lock_instance reads them, without the lock.
     types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    std::size_t count_waiting(instance_id instance, std::size_t up_to);
     /// The same for many instances, in one round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
     /// Test support, not the store contract: inserts `row` as it is.

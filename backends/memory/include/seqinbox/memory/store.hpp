@@ -323,6 +323,7 @@ public:
     /// The instance's types as lock_instance reads them, without the lock (tests of visibility).
     types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    std::size_t count_waiting(instance_id instance, std::size_t up_to);
 
     /// Test support, not the store contract: inserts `row` as it is and returns its id.
     message_id insert_message(message_record row);

@@ -262,6 +262,8 @@ public:
     types_by_state message_types(instance_id instance);
     /// One round trip, with the deferred writes.
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
+    /// One round trip, with the deferred writes.
+    std::size_t count_waiting(instance_id instance, std::size_t up_to);
     /// The same for many instances, in the same round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
     /// Test support, not the store contract: inserts `row` as it is (deferred).

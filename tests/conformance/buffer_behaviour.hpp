@@ -1,0 +1,154 @@
+#pragma once
+// The conformance suite's cases of bounded buffers (maxWaiting and its overflow policies,
+// seqinbox/declare/buffer_limit.hpp): what every store must do when a message must wait in an
+// instance whose buffer is full. Include it after conformance/batch_behaviour.hpp.
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "conformance/batch_behaviour.hpp"
+
+namespace seqinbox::conformance {
+
+/// The order declarations with a buffer of `max_waiting` messages per instance and `policy`.
+inline declarations<message> bounded_orders(std::size_t max_waiting, overflow_policy policy) {
+    auto decls = testing::order_declarations();
+    decls.sequences.front().buffer = {max_waiting, policy};
+    return decls;
+}
+
+/// The error-sink records of kind buffer_overflow, as "Type/id".
+template <class B>
+strings overflowed_in_sink(B& b) {
+    strings keys;
+    for (const auto& f : b.error_sink.records())
+        if (f.kind == failure_kind::buffer_overflow) keys.push_back(f.qualified_type + "/" + f.idempotence_id);
+    std::ranges::sort(keys);
+    return keys;
+}
+
+/// Scripts for the batch differential: full buffers under each dead-letter policy, with
+/// releases making room again and resends of what was dead-lettered.
+inline std::vector<delivery_script> overflow_scripts() {
+    std::vector<delivery_script> scripts;
+    for (overflow_policy policy : {overflow_policy::dead_letter_newest, overflow_policy::dead_letter_instance}) {
+        delivery_script s{"buffer of 2, " + std::string(to_string(policy)), {}, {}, bounded_orders(2, policy)};
+        s.records = {rec("OrderValidated", "v1", "o1"), rec("OrderPrepared", "p1", "o1"), rec("OrderValidated", "v2", "o2"),
+                     rec("OrderExpedited", "e1", "o1"), rec("OrderValidated", "v3", "o1"), rec("OrderValidated", "v1", "o1"),
+                     rec("OrderCreated", "c1", "o1"), rec("OrderExpedited", "e1", "o1"), rec("OrderValidated", "v4", "o2"),
+                     rec("OrderValidated", "v5", "o2"), rec("OrderShipped", "s1", "o1"), rec("OrderCreated", "c2", "o2")};
+        scripts.push_back(s);
+    }
+    return scripts;
+}
+
+}  // namespace seqinbox::conformance
+
+BOOST_AUTO_TEST_SUITE(bounded_buffers)
+
+namespace conf = seqinbox::conformance;
+namespace si = seqinbox;
+using conf::expect_calls;
+using conf::expect_outcome;
+using conf::expect_rows;
+using conf::harness;
+using si::outcome;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_dead_letters_the_newest_arrival, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::dead_letter_newest));
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v3", "o1"), outcome::failed);
+    expect_rows(b, "OrderValidated", "v3", {"FAILED"});
+    BOOST_TEST(!b.has_claim({"OrderValidated", "v3"}), "a resend retries it");
+    BOOST_TEST(conf::join(conf::overflowed_in_sink(b)) == "[OrderValidated/v3]");
+    BOOST_TEST_REQUIRE(b.error_sink.size() == 1u);
+    const std::string reason = b.error_sink.records().front().reason;
+    BOOST_TEST(reason.find("maxWaiting 2") != std::string::npos, reason);
+    BOOST_TEST(reason.find("dead-letter-newest") != std::string::npos, reason);
+    expect_rows(b, "OrderValidated", "v1", {"WAITING"});
+    expect_rows(b, "OrderPrepared", "p1", {"WAITING"});
+    expect_outcome(h.deliver("OrderValidated", "v2", "o2"), outcome::buffered);  // another instance has its own buffer
+
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 2);
+    expect_outcome(h.deliver("OrderValidated", "v3", "o1"), outcome::processed);
+    expect_rows(b, "OrderValidated", "v3", {"PROCESSED"});
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderValidated/v3"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_dead_letters_every_waiting_message_of_the_instance, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::dead_letter_instance));
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v2", "o2"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v3", "o1"), outcome::failed);
+    for (const auto& [type, id] : {std::pair{"OrderValidated", "v1"}, {"OrderPrepared", "p1"}, {"OrderValidated", "v3"}}) {
+        expect_rows(b, type, id, {"FAILED"});
+        BOOST_TEST(!b.has_claim({type, id}), type << "/" << id << ": a resend retries it");
+    }
+    BOOST_TEST(conf::join(conf::overflowed_in_sink(b)) == "[OrderPrepared/p1, OrderValidated/v1, OrderValidated/v3]");
+    BOOST_TEST(b.error_sink.size() == 3u);
+    const auto records = b.error_sink.records();
+    BOOST_TEST(std::ranges::all_of(records, [](const auto& f) { return f.context_id == "o1"; }));
+    expect_rows(b, "OrderValidated", "v2", {"WAITING"});  // the other instance keeps its buffer
+
+    // The buffer is empty again: new arrivals wait, resends of the dead-lettered ones too.
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 1);
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::processed);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderPrepared/p1 (replayed)", "OrderValidated/v1"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_rejects_the_delivery_retryably_under_reject, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::reject));
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        try {
+            h.deliver("OrderValidated", "v3", "o1");
+            BOOST_FAIL("a delivery into a full buffer must fail under reject");
+        } catch (const si::error& e) {
+            BOOST_TEST((e.category() == si::error_category::retryable));
+            BOOST_TEST(std::string(e.what()).find("maxWaiting 2") != std::string::npos, e.what());
+        }
+    }
+    BOOST_TEST(b.messages_with_key({"OrderValidated", "v3"}).empty());
+    BOOST_TEST(!b.has_claim({"OrderValidated", "v3"}));
+    BOOST_TEST(b.error_sink.size() == 0u);
+    try {
+        const std::vector<si::envelope> batch{si::testing::record("OrderValidated", "v4", "o2"), si::testing::record("OrderValidated", "v3", "o1")};
+        h.inbox->deliver_batch(batch);
+        BOOST_FAIL("a batch with a delivery into a full buffer must fail under reject");
+    } catch (const si::error& e) {
+        BOOST_TEST((e.category() == si::error_category::retryable));
+    }
+    BOOST_TEST(b.messages_with_key({"OrderValidated", "v4"}).empty(), "the batch committed nothing");
+
+    conf::expect_releasing(h, "o1", "OrderCreated/c1", 2);
+    expect_outcome(h.deliver("OrderValidated", "v3", "o1"), outcome::processed);
+    expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderValidated/v3"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_batch_counts_what_it_buffered_itself, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::dead_letter_newest));
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    const std::vector<si::envelope> batch{si::testing::record("OrderPrepared", "p1", "o1"), si::testing::record("OrderExpedited", "e1", "o1")};
+    const auto results = h.inbox->deliver_batch(batch);
+    BOOST_TEST_REQUIRE(results.size() == 2u);
+    expect_outcome(results[0], outcome::buffered);
+    expect_outcome(results[1], outcome::failed);
+    expect_rows(b, "OrderPrepared", "p1", {"WAITING"});
+    expect_rows(b, "OrderExpedited", "e1", {"FAILED"});
+    BOOST_TEST(conf::join(conf::overflowed_in_sink(b)) == "[OrderExpedited/e1]");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(batches_agree_with_one_by_one_delivery_when_buffers_overflow, Backend, backends) {
+    for (const auto& script : conf::overflow_scripts()) conf::expect_batches_agree<Backend, si::propagation::not_supported>(script);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
