@@ -147,6 +147,32 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_batch_counts_what_it_buffered_itself, Backend, b
     BOOST_TEST(conf::join(conf::overflowed_in_sink(b)) == "[OrderExpedited/e1]");
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(count_waiting_sees_committed_and_own_rows_up_to_its_bound, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b);
+    for (const char* id : {"v1", "v2", "v3"}) expect_outcome(h.deliver("OrderValidated", id, "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderValidated", "v9", "o2"), outcome::buffered);
+    const auto instance = b.find_instance("OrderSequence", "o1");
+    BOOST_TEST_REQUIRE(instance.has_value());
+    auto tx = b.store.begin();
+    BOOST_TEST(tx.count_waiting(instance->id, 100) == 3u);
+    BOOST_TEST(tx.count_waiting(instance->id, 2) == 2u, "counted no further than asked");
+    const auto v1 = b.messages_with_key({"OrderValidated", "v1"}).front();
+    tx.update_message_state(v1.id, si::message_state::processed, v1.created_at);
+    si::message_record own = v1;
+    own.id = 0;
+    for (const char* id : {"v4", "v5"}) {
+        own.idempotence_id = id;
+        tx.insert_message(own);
+    }
+    BOOST_TEST(tx.count_waiting(instance->id, 100) == 4u, "one made PROCESSED, two new: its own writes");
+    auto other = b.store.begin();
+    BOOST_TEST(other.count_waiting(instance->id, 100) == 3u, "not another transaction's uncommitted writes");
+    other.rollback();
+    tx.rollback();
+    BOOST_TEST(b.store.begin().count_waiting(instance->id, 100) == 3u);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(batches_agree_with_one_by_one_delivery_when_buffers_overflow, Backend, backends) {
     for (const auto& script : conf::overflow_scripts()) conf::expect_batches_agree<Backend, si::propagation::not_supported>(script);
 }

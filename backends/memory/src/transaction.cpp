@@ -151,24 +151,23 @@ std::vector<message_record> store::transaction::waiting_messages(instance_id ins
     });
 }
 
+// The committed index's sizes, corrected by this transaction's own rows (whose row ids are
+// unique in its writes): flat in the instance's backlog, as the databases' index range counts.
 std::size_t store::transaction::count_waiting(instance_id instance, std::size_t up_to) {
     return run("message.count_waiting", [&](store& s, detail::tx_state& tx, lock_guard&) {
         s.require_instance(instance);
         const auto& committed = s.instances_.at(instance).types;
         std::size_t count = 0;
-        for (const auto& [type, of_type] : committed)
-            for (message_id id : of_type.waiting) {
-                if (count >= up_to) return count;
-                if (s.visible_message(tx, id)->state == message_state::waiting) ++count;
-            }
-        // The transaction's own WAITING rows the committed index does not list (as waiting_messages).
-        auto listed = [&](const message_record& own) {
+        for (const auto& [type, of_type] : committed) count += of_type.waiting.size();
+        for (const auto& own : tx.writes.messages) {
+            if (own.instance != instance) continue;
             const auto* of_type = committed.find(own.type);
-            return of_type != nullptr && of_type->waiting.contains(own.id);
-        };
-        for (const auto& own : tx.writes.messages)
-            if (count < up_to && own.instance == instance && own.state == message_state::waiting && !listed(own)) ++count;
-        return count;
+            const bool listed = of_type != nullptr && of_type->waiting.contains(own.id);
+            const bool waiting = own.state == message_state::waiting;
+            if (listed && !waiting) --count;
+            if (!listed && waiting) ++count;
+        }
+        return std::min(count, up_to);
     });
 }
 
