@@ -338,7 +338,7 @@ private:
     static locked_instance lock(transaction& t1, instance_id instance) { return held(t1.lock_instance(instance)); }
 
     static locked_instance held(instance_lock lock) {
-        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}, {}, {}};
+        return {std::move(lock.row), detail::processed_set(std::move(lock.types.processed)), std::move(lock.types.waiting), {}, {}, lock.types.waiting_rows};
     }
 
     /// Steps 3 to 7 of docs/processing.md.

@@ -139,13 +139,13 @@ std::vector<claim_result> store::transaction::claim_batch(std::span<const claim_
         if (won.null(i, 2)) state.instances_removed(requests);  // the claim's key-share lock forbids it
         const auto instance = detail::instance_row(won, i, 2);
         found.won.emplace(claim_key{won.text(i, 0), won.text(i, 1)}, instance.id);
-        found.locks.try_emplace(instance.id, instance_lock{instance, {}});
+        found.locks.try_emplace(instance.id, instance_lock{instance, {{}, {}, 0}});
     }
     if (found.won.empty()) return std::vector<claim_result>(requests.size());
     const auto& type_rows = answers[types];
     for (int i = 0; i < type_rows.rows(); ++i)
         if (auto lock = found.locks.find(type_rows.number(i, 0)); lock != found.locks.end())
-            add_type(lock->second.types, type_rows.text(i, 1), type_rows.text(i, 2));
+            add_type(lock->second.types, type_rows.text(i, 1), type_rows.text(i, 2), type_rows.number(i, 3));
     const auto& key_rows = answers[rows];
     for (int i = 0; i < key_rows.rows(); ++i) {
         claim_key key{key_rows.text(i, 0), key_rows.text(i, 1)};

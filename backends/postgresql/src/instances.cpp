@@ -39,14 +39,15 @@ sequence_instance detail::instance_row(const result& r, int row, int first) {
     return to_instance(c);
 }
 
-void detail::add_type(types_by_state& types, std::string type, std::string_view state) {
+void detail::add_type(types_by_state& types, std::string type, std::string_view state, long long rows) {
     const bool processed = detail::parse_message_state(state) == message_state::processed;
     (processed ? types.processed : types.waiting).push_back(std::move(type));
+    if (!processed) types.waiting_rows = types.waiting_rows.value_or(0) + static_cast<std::size_t>(rows);
 }
 
 types_by_state detail::types_of(const detail::result& r) {
-    types_by_state types;
-    for (int i = 0; i < r.rows(); ++i) add_type(types, r.text(i, 0), r.text(i, 1));
+    types_by_state types{{}, {}, 0};
+    for (int i = 0; i < r.rows(); ++i) add_type(types, r.text(i, 0), r.text(i, 1), r.number(i, 2));
     return types;
 }
 

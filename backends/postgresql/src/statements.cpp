@@ -190,7 +190,7 @@ const named_sql& message_find_batch_sql() {
 
 const named_sql& message_types_batch_sql() {
     static const named_sql s = named("message_types_batch",
-                                     "SELECT w.id, m.message_type, m.state FROM (SELECT DISTINCT unnest(CAST($1 AS bigint[]))) AS w(id)"
+                                     "SELECT w.id, m.message_type, m.state, count(*) FROM (SELECT DISTINCT unnest(CAST($1 AS bigint[]))) AS w(id)"
                                      " CROSS JOIN LATERAL (SELECT message_type, state FROM sequenced_message f"
                                      " WHERE f.sequence_instance_id = w.id AND f.state IN ('PROCESSED', 'WAITING') OFFSET 0) AS m"
                                      " GROUP BY w.id, m.message_type, m.state");
@@ -199,7 +199,7 @@ const named_sql& message_types_batch_sql() {
 
 const named_sql& message_types_sql() {
     static const named_sql s = named("message_types",
-                                     "SELECT message_type, state FROM sequenced_message WHERE sequence_instance_id = $1"
+                                     "SELECT message_type, state, count(*) FROM sequenced_message WHERE sequence_instance_id = $1"
                                      " AND state IN ('PROCESSED', 'WAITING') GROUP BY message_type, state");
     return s;
 }

@@ -57,9 +57,10 @@ const named_sql& claim_batch_sql();
 /// message_find_sql for many keys (types, idempotence ids: array_literal): type, idempotence id,
 /// then the columns of message_find_sql; by id.
 const named_sql& message_find_batch_sql();
-/// message_types_sql for many instances (array_literal): instance id, type, state.
+/// message_types_sql for many instances (array_literal): instance id, type, state, rows.
 const named_sql& message_types_batch_sql();
-/// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id).
+/// Distinct (type, state) of the PROCESSED and WAITING rows of an instance (id), with their number
+/// of rows (the GROUP BY reads them all anyway: the bound of a buffer costs nothing more).
 const named_sql& message_types_sql();
 /// seqinbox_store_message (see message_store) for rows of distinct keys in a batch
 /// (seqinbox_store_messages, schema V5), each parameter an array_literal with an item per row:

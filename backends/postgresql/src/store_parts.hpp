@@ -60,8 +60,8 @@ inline commit_flush commit_flush_before_claim(const store_options& options) {
 /// The instance at `row` of a result whose columns from `first` on are instance_columns_sql() (instances.cpp).
 sequence_instance instance_row(const result& r, int row = 0, int first = 0);
 
-/// Adds `type` to the list of its `state` (instances.cpp).
-void add_type(types_by_state& types, std::string type, std::string_view state);
+/// Adds `type` to the list of its `state`, and its `rows` to the WAITING count (instances.cpp).
+void add_type(types_by_state& types, std::string type, std::string_view state, long long rows);
 
 /// The types of a result of message_types_sql, by state (instances.cpp).
 types_by_state types_of(const result& r);

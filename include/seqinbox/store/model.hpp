@@ -1,5 +1,6 @@
 #pragma once
 // The rows every store keeps (docs/processing.md, vocabulary): sequence instances, sequenced messages, claims.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,9 +50,12 @@ struct sequence_instance {
 };
 
 /// The distinct qualified types of an instance's PROCESSED and of its WAITING messages.
+/// `waiting_rows`: how many WAITING rows, when the store counted them with the types at no extra
+/// cost (PostgreSQL); empty: the engine asks count_waiting when it needs the number.
 struct types_by_state {
     std::vector<std::string> processed;
     std::vector<std::string> waiting;
+    std::optional<std::size_t> waiting_rows{};
 };
 
 /// A sequenced message row. `payload` is kept while the message waits (buffered delivery).
