@@ -4,7 +4,10 @@
 // instance whose buffer is full. Include it after conformance/batch_behaviour.hpp.
 #include <algorithm>
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "conformance/batch_behaviour.hpp"
@@ -171,6 +174,44 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(count_waiting_sees_committed_and_own_rows_up_to_it
     other.rollback();
     tx.rollback();
     BOOST_TEST(b.store.begin().count_waiting(instance->id, 100) == 3u);
+}
+
+// The bound holds under concurrency: the check runs under the instance lock every delivery and
+// batch of the context takes, so concurrent arrivals cannot all see room.
+BOOST_AUTO_TEST_CASE_TEMPLATE(concurrent_deliveries_and_batches_never_overshoot_the_bound, Backend, backends) {
+    using inbox_type = conf::inbox_of<Backend>;
+    constexpr std::size_t limit = 5, arrivals = 80;
+    Backend b;
+    const auto decls = conf::bounded_orders(limit, si::overflow_policy::dead_letter_newest);
+    for (std::size_t i = 0; i < arrivals; ++i) b.source.push(si::testing::record("OrderValidated", "v" + std::to_string(i), "o1"));
+    si::testing::call_log log;
+    std::vector<std::unique_ptr<inbox_type>> inboxes;
+    for (int i = 0; i < 6; ++i) {
+        inboxes.push_back(conf::make_inbox<inbox_type>(b, decls));
+        conf::listen(*inboxes.back(), log, {});
+    }
+    std::mutex errors_mutex;
+    conf::strings errors;
+    std::vector<std::thread> workers;
+    for (std::size_t i = 0; i < inboxes.size(); ++i)
+        workers.emplace_back([&, in = inboxes[i].get(), batches = i % 2 == 0] {
+            try {
+                while (batches ? !in->poll_batch(3).empty() : in->poll_once().has_value()) {}
+            } catch (const std::exception& e) {
+                std::lock_guard lock(errors_mutex);
+                errors.emplace_back(e.what());
+            }
+        });
+    for (auto& w : workers) w.join();
+    BOOST_TEST(errors.empty(), conf::join(errors));
+    std::size_t waiting = 0, failed = 0;
+    for (const auto& row : b.messages()) (row.state == si::message_state::waiting ? waiting : failed) += 1;
+    BOOST_TEST(waiting == limit);
+    BOOST_TEST(failed == arrivals - limit);
+    BOOST_TEST(conf::overflowed_in_sink(b).size() == arrivals - limit);
+    BOOST_TEST(b.claim_count() == limit, "the dead-lettered lost their claims");
+    BOOST_TEST(b.source.acknowledged().size() == arrivals);
+    BOOST_TEST(log.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(batches_agree_with_one_by_one_delivery_when_buffers_overflow, Backend, backends) {
