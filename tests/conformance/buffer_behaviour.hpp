@@ -116,6 +116,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_rejects_the_delivery_retryably_under
             BOOST_FAIL("a delivery into a full buffer must fail under reject");
         } catch (const si::error& e) {
             BOOST_TEST((e.category() == si::error_category::retryable));
+            BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate, "what tells a full buffer from other retryable errors (the relay)");
             BOOST_TEST(std::string(e.what()).find("maxWaiting 2") != std::string::npos, e.what());
         }
     }
@@ -128,6 +129,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_rejects_the_delivery_retryably_under
         BOOST_FAIL("a batch with a delivery into a full buffer must fail under reject");
     } catch (const si::error& e) {
         BOOST_TEST((e.category() == si::error_category::retryable));
+        BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate);
     }
     BOOST_TEST(b.messages_with_key({"OrderValidated", "v4"}).empty(), "the batch committed nothing");
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace seqinbox::test {
@@ -57,6 +58,17 @@ inline http_reply http_exchange(std::uint16_t port, const std::string& request, 
 /// GET `path` from 127.0.0.1:`port`; see http_exchange.
 inline http_reply http_get(std::uint16_t port, const std::string& path, std::chrono::seconds patience = std::chrono::seconds(0)) {
     return http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", patience);
+}
+
+/// Polls /healthz until it answers `status` or `patience` passed; the last reply.
+inline http_reply await_health(std::uint16_t port, int status, std::chrono::seconds patience = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    auto reply = http_get(port, "/healthz");
+    while (reply.status != status && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        reply = http_get(port, "/healthz");
+    }
+    return reply;
 }
 
 /// `method` `path` with `headers` (each "Name: value") and `body` (sent with its Content-Length when not empty).

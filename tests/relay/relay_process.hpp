@@ -1,7 +1,7 @@
 #pragma once
 // A `seqinbox run` child process for the relay tests: started with arguments, its stdout and
 // stderr in a log file, stopped with a signal, killed and reaped by the destructor if still
-// running. http_client.hpp GETs from its loopback endpoint.
+// running; wait_for_log() for a line. http_client.hpp GETs from its loopback endpoint.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -99,5 +99,13 @@ private:
     pid_t pid_ = -1;
     std::optional<int> exit_code_;
 };
+
+/// Waits until the log of `relay` contains `text`.
+inline bool wait_for_log(const relay_process& relay, const std::string& text, std::chrono::seconds patience = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (relay.log().find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return relay.log().find(text) != std::string::npos;
+}
 
 }  // namespace seqinbox::test

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -120,6 +121,9 @@ struct relay_world {
     testing::mock_cluster cluster;
     std::filesystem::path dir;
 };
+
+/// The text of header `name` of `record` ("" when absent).
+inline std::string header_of(const envelope& record, std::string_view name) { return std::string(record.find_header(name).value_or("")); }
 
 /// The output records: every logical message, repeated at most `allowed_repeats` times in all,
 /// each context in declared order, with the original key, value and headers.

@@ -127,17 +127,6 @@ BOOST_AUTO_TEST_CASE(sigterm_mid_stream_then_a_restart_loses_and_repeats_nothing
     BOOST_TEST(si::test::contains(second.log(), "skipped duplicate"), "records after the last commit came again and were skipped");
 }
 
-/// Polls /healthz until it answers `status` or `patience` passed; the last reply.
-si::test::http_reply await_health(std::uint16_t port, int status, std::chrono::seconds patience = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    auto reply = si::test::http_get(port, "/healthz");
-    while (reply.status != status && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        reply = si::test::http_get(port, "/healthz");
-    }
-    return reply;
-}
-
 BOOST_AUTO_TEST_CASE(a_crash_mid_stream_repeats_at_most_one_batch_per_consumer_thread_and_loses_nothing) {
     relay_world world;
     const si::testing::order_workload work(100, 0.3, 23);
@@ -194,14 +183,6 @@ BOOST_AUTO_TEST_CASE(a_database_outage_under_four_consumer_threads_loses_nothing
     const auto records = world.cluster.read_written(output, output_partitions);  // the relay has exited: all it wrote
     expect_in_declared_order(records, work, records.size());  // at least once: an outage may repeat a publish
     BOOST_TEST(world.cluster.end_offsets(dead_letters, 1).at(0) == 0, "nothing is dead-lettered");  // the relay has exited
-}
-
-/// Waits until the log of `relay` contains `text`.
-bool wait_for_log(const relay_process& relay, const std::string& text, std::chrono::seconds patience = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    while (!si::test::contains(relay.log(), text) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return si::test::contains(relay.log(), text);
 }
 
 /// `log` without librdkafka's debug lines (they start with "%7|").
@@ -326,9 +307,6 @@ BOOST_AUTO_TEST_CASE(a_relay_without_its_dead_letter_topic_says_so_and_exits_1) 
     BOOST_TEST(relay.wait(std::chrono::seconds(60)) == 1, relay.log());
     BOOST_TEST(si::test::contains(relay.log(), "topic 'no-such-dlq' does not exist"), relay.log());
 }
-
-/// The text of header `name` of `record` ("" when absent).
-std::string header_of(const si::envelope& record, std::string_view name) { return std::string(record.find_header(name).value_or("")); }
 
 BOOST_AUTO_TEST_CASE(records_of_a_megabyte_are_dead_lettered_without_their_value_and_do_not_wedge_their_partition) {
     relay_world world;

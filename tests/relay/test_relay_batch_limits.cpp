@@ -69,7 +69,7 @@ std::vector<std::string> large_batch_arguments(const relay_world& world, const s
 
 /// Waits until the relay's log holds `part` after its first `after` (the start when empty); where
 /// it begins, or npos.
-std::size_t wait_for_log(const relay_process& relay, const std::string& part, std::chrono::seconds patience, const std::string& after = "") {
+std::size_t wait_for_log_after(const relay_process& relay, const std::string& part, std::chrono::seconds patience, const std::string& after = "") {
     const auto deadline = std::chrono::steady_clock::now() + patience;
     for (;;) {
         const std::string log = relay.log();
@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_relay_whose_batches_all_fail_at_commit) {
     // arrives while a batch is being decided, as a relay's operator sends it at any time.
     const auto started = std::chrono::steady_clock::now();
     const std::string failure = " error consumer 1: ";
-    BOOST_TEST_REQUIRE(wait_for_log(relay, failure, std::chrono::seconds(120)) != std::string::npos, relay.log());
+    BOOST_TEST_REQUIRE(wait_for_log_after(relay, failure, std::chrono::seconds(120)) != std::string::npos, relay.log());
     BOOST_TEST_MESSAGE("first failure logged " << seconds_since(started) << " s after start");
-    BOOST_TEST_REQUIRE(wait_for_log(relay, "processed OrderCreated/", std::chrono::seconds(30), failure) != std::string::npos, relay.log());
+    BOOST_TEST_REQUIRE(wait_for_log_after(relay, "processed OrderCreated/", std::chrono::seconds(30), failure) != std::string::npos, relay.log());
     const auto signalled = std::chrono::steady_clock::now();
     const int status = relay.stop(SIGTERM, std::chrono::seconds(120));
     const double took = seconds_since(signalled);

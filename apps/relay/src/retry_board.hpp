@@ -6,7 +6,9 @@
 //
 // A record given back because the publications of its batch failed (refused_publication) is
 // decided alone when it comes again: while any such record is undecided, the relay decides one
-// record at a time, so that only the message whose publish fails becomes FAILED.
+// record at a time, so that only the message whose publish fails becomes FAILED. So is a record
+// of a batch that a full buffer rejected (overflowPolicy reject, buffer_full_sqlstate): else the
+// batch, holding the rejected record before its predecessor, would be rejected forever.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "record_router.hpp"
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/envelope.hpp"
 #include "seqinbox/error.hpp"
@@ -180,10 +183,10 @@ public:
     void redeliver(const envelope& record) {
         source_->redeliver(record);
         board_->given_back(record, std::current_exception() ? current_exception_text() : "no error given", generation(),
-                           publication_refused());
+                           to_decide_alone());
     }
 
-    /// Whether the relay must decide one record at a time now (see refused_publication).
+    /// Whether the relay must decide one record at a time now (see to_decide_alone).
     bool one_at_a_time() { return board_->one_at_a_time(generation()); }
 
     /// The records the relay is retrying.
@@ -195,11 +198,14 @@ private:
     /// The relay's group member counts the rebalances: the board's generations.
     std::uint64_t generation() const { return source_->statistics().rebalances; }
 
-    static bool publication_refused() {
+    /// Whether the exception being handled gives a record back to be decided alone.
+    static bool to_decide_alone() {
         try {
             if (std::current_exception()) std::rethrow_exception(std::current_exception());
         } catch (const refused_publication&) {
             return true;
+        } catch (const error& e) {
+            return e.category() == error_category::retryable && e.sqlstate() == buffer_full_sqlstate;
         } catch (...) {
         }
         return false;

@@ -21,6 +21,13 @@ inline constexpr std::size_t default_max_waiting = 10'000;
 /// it is released, dead-lettered or forwarded at once.
 inline constexpr std::size_t most_max_waiting = 1'000'000;
 
+/// The code (error::sqlstate()) of the retryable error thrown for a delivery rejected under
+/// overflow_policy::reject: PostgreSQL's configuration_limit_exceeded, maxWaiting being a declared
+/// limit. It tells a full buffer from other retryable failures: the relay decides the records of
+/// such a batch one at a time when they come again, so that the records behind the rejected one
+/// (its predecessor among them) are decided rather than rejected with it again and again.
+inline constexpr std::string_view buffer_full_sqlstate = "53400";
+
 constexpr std::string_view to_string(overflow_policy p) noexcept {
     switch (p) {
     case overflow_policy::dead_letter_newest: return "dead-letter-newest";

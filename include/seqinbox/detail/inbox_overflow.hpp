@@ -25,7 +25,8 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::overflowed(scope& s, locke
     event.overflow = bound.on_overflow;
     decided(event);
     if (bound.on_overflow == overflow_policy::reject)
-        throw error(error_category::retryable, "cannot buffer " + describe(d) + ": " + reason + "; the delivery is retried later");
+        throw error(error_category::retryable, "cannot buffer " + describe(d) + ": " + reason + "; the delivery is retried later",
+                    std::string(buffer_full_sqlstate));
     if (bound.on_overflow == overflow_policy::dead_letter_instance) dead_letter_waiting(s, locked, d.context_id, reason);
     fail(s, locked.row.id, d, {reason, failure_kind::buffer_overflow});
     result.outcome = outcome::failed;
