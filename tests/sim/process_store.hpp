@@ -151,10 +151,18 @@ public:
         const auto lease = pools_.acquire("store_message (a state step of its own)");
         return shared_->store_message(std::move(row));
     }
+    /// A WAITING row committed after its claim transaction died was stored outside the instance
+    /// lock (store/concept.hpp, lock_instance): the buffer bound's check excuses it (buffer_checks.hpp).
     stored_as store_message_beside(transaction& claim, message_record row) {
         const auto lease = pools_.acquire("store_message_beside (the state step beside the claim transaction)");
-        return shared_->store_message_beside(claim, std::move(row));
+        const bool waiting = row.state == message_state::waiting;
+        const claim_key key = row.key();
+        const stored_as what = shared_->store_message_beside(claim, std::move(row));
+        if (waiting && !claim.active() && what != stored_as::left_existing) orphaned_waiting_.push_back(key);
+        return what;
     }
+    /// The keys of such rows since the last call.
+    std::vector<claim_key> take_orphaned_waiting() { return std::exchange(orphaned_waiting_, {}); }
 
     request_outcome request_message_action(message_id id, message_action action, timestamp now) { return shared_->request_message_action(id, action, now); }
     request_outcome request_instance_action(instance_id id, instance_action action, timestamp now) { return shared_->request_instance_action(id, action, now); }
@@ -206,6 +214,7 @@ private:
 
     Store* shared_;
     mutable connection_pools pools_;  // a listing of pending actions leases one too
+    std::vector<claim_key> orphaned_waiting_;  // see store_message_beside
     std::vector<instance_creation> resolved_;  // the planted defect's: since the batch worker's last BEGIN
     std::size_t batch_parts_ = 0;
     std::size_t stale_locks_ = 0;
