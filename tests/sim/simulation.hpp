@@ -470,9 +470,8 @@ private:
         for (std::size_t d = 0; d < arrived_.size(); ++d)
             if (!arrived_[d] && !options_.dropped.contains(d)) return false;
         if (std::ranges::any_of(tasks_, [](const auto& task) { return task.has_value(); }) || actions_pending()) return false;
-        return std::ranges::none_of(consumers_, [](const auto& c) {
-            return (c->source.pending() > 0 && !c->backing_off) || c->source.in_flight() > 0;  // backing off: nothing changes any more
-        });
+        // A consumer backing off keeps its records: nothing is left to change the state it waits for.
+        return std::ranges::none_of(consumers_, [](const auto& c) { return c->source.in_flight() > 0 || (c->source.pending() > 0 && !c->backing_off); });
     }
 
     void finish_run() {
