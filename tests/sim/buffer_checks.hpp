@@ -63,6 +63,19 @@ inline void count_overflows(const overflow_log& log, tally& counts) {
     }
 }
 
+/// Consumer `c`'s batch part was rolled back for a full buffer after its listeners ran: they run
+/// again on retry. Under `required` their writes rolled back (the at-least-once window, as for a
+/// full lock table); under `not_supported` a listener repeats its effects in normal operation.
+template <class IsDurable>
+void batch_rejected(std::size_t c, bool required, listener_probe& probe, IsDurable is_durable, tally& counts, violation_log& log) {
+    const std::size_t rerun = probe.rolled_back(c, is_durable);
+    counts["at_least_once_windows"] += rerun;
+    counts["buffer_reject_rolled_back_listeners"] += rerun;
+    if (rerun > 0 && !required)
+        log.add("listener_rerun_after_reject", "c" + std::to_string(c) + ": a batch part was rejected for a full buffer after " +
+                                                   std::to_string(rerun) + " of its listeners ran outside a transaction: they run again");
+}
+
 /// The committed state a rejected delivery's retry depends on: while it is unchanged, a retry is
 /// rejected again (a rejection commits nothing), so a consumer that backed off waits for a change.
 using committed_state = std::vector<std::tuple<instance_id, message_id, std::string, std::string, message_state>>;
@@ -77,20 +90,30 @@ inline committed_state committed_state_of(const memory::store& store) {
 /// The delivery consumers a `reject` made back off, with the committed state each rejection saw.
 class backoff_watch {
 public:
-    explicit backoff_watch(std::size_t consumers) : seen_(consumers) {}
+    explicit backoff_watch(std::size_t consumers) : seen_(consumers), dirty_(consumers) {}
 
     /// After a step: whether the consumer's task was rejected in it; notes the state it saw.
     bool take_reject(std::size_t consumer, overflow_log& log, const memory::store& store) {
         if (!std::exchange(log.reject_unseen, false)) return false;
         seen_[consumer] = committed_state_of(store);
+        dirty_[consumer] = true;
         return true;
     }
 
-    /// Whether the state changed since the consumer's last rejection: a retry may then pass.
-    bool changed_since_reject(std::size_t consumer, const memory::store& store) const { return seen_[consumer] != committed_state_of(store); }
+    /// The committed state may have changed in this step.
+    void state_changed() { std::fill(dirty_.begin(), dirty_.end(), true); }
+
+    /// Whether the state changed since the consumer's last rejection (a retry may then pass);
+    /// compared once after each possible change.
+    bool changed_since_reject(std::size_t consumer, const memory::store& store) {
+        const bool dirty = dirty_[consumer];
+        dirty_[consumer] = false;
+        return dirty && seen_[consumer] != committed_state_of(store);
+    }
 
 private:
     std::vector<committed_state> seen_;
+    std::vector<bool> dirty_;  // by consumer: a change it has not compared yet
 };
 
 /// At no observation point does an instance hold more than maxWaiting WAITING rows, but for rows

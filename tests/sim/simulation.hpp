@@ -262,6 +262,7 @@ private:
         for (std::size_t slot = 0; slot < consumers_.size(); ++slot)
             if (tasks_[slot] && killed_a_transaction([&] { kill_connections(*tasks_[slot]); })) lost.push_back(slot);
         memory::testing::crash(store_, c.keep);
+        store_changed_ = true;
         counts_["crash_connections_lost"] += lost.size();
         for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
             if (row.state != message_state::failed && !memory::testing::has_claim(store_, row.key())) ++counts_["crash_rows_without_claim"];
@@ -333,6 +334,7 @@ private:
     /// A housekeeper moved: instances it removed start a new life for their context and keys.
     void after_housekeeping_step() {
         sunk_.catch_up(sink_);
+        store_changed_ = true;
         for (auto& gone : removal_.after(store_, sunk_, log_)) {
             ++instances_removed_;
             removed_keys_.insert(gone.keys.begin(), gone.keys.end());
@@ -346,11 +348,17 @@ private:
     /// state the rejection saw (a rejection commits nothing, and the count and the throw are one
     /// step) and may work again once that state changed.
     void watch_buffers() {
-        for (const auto& p : processes_) counts_["buffer_rows_outside_lock"] += bound_.orphaned(p->take_orphaned_waiting());
-        if (bound_.checked()) counts_["buffer_over_limit_excused"] += bound_.run(store_.messages(), log_);
+        bool changed = std::exchange(store_changed_, false);  // by a housekeeper or a crash
+        for (const auto& p : processes_) {
+            counts_["buffer_rows_outside_lock"] += bound_.orphaned(p->take_orphaned_waiting());
+            changed = p->take_committed() || changed;
+        }
+        if (changed) backoff_.state_changed();
+        if (changed && bound_.checked()) counts_["buffer_over_limit_excused"] += bound_.run(store_.messages(), log_);
         for (std::size_t c = 0; c < scenario_.work.consumers; ++c) {
             auto& consumer = *consumers_[c];
-            if (backoff_.take_reject(c, consumer.overflows, store_) && consumer.report.batch > 0) after_batch_rejected(c);
+            if (backoff_.take_reject(c, consumer.overflows, store_) && consumer.report.batch > 0)
+                batch_rejected(c, scenario_.required, probe_, [this](const claim_key& key) { return processed(key); }, counts_, log_);
             if (consumer.backing_off && !tasks_[c] && backoff_.changed_since_reject(c, store_)) {
                 consumer.backing_off = false;
                 ++counts_["buffer_reject_retries"];
@@ -358,19 +366,7 @@ private:
         }
     }
 
-    /// A batch part rolled back for a full buffer after its listeners ran: they run again on
-    /// retry. Under `required` their writes rolled back (the at-least-once window, as a full lock
-    /// table); under `not_supported` a listener repeats its effects in normal operation.
-    void after_batch_rejected(std::size_t c) {
-        const std::size_t rerun = probe_.rolled_back(c, [this](const claim_key& key) { return processed(key); });
-        counts_["at_least_once_windows"] += rerun;
-        counts_["buffer_reject_rolled_back_listeners"] += rerun;
-        if (rerun > 0 && !scenario_.required)
-            log_.add("listener_rerun_after_reject", "c" + std::to_string(c) + ": a batch part was rejected for a full buffer after " +
-                                                        std::to_string(rerun) + " of its listeners ran outside a transaction: they run again");
-    }
-
-    /// A consumer without a task may start its worker: it has records and is not backing off.
+    /// A consumer without a task may start its worker: records, and not backing off.
     bool may_work(std::size_t c) const { return consumers_[c]->source.pending() > 0 && !consumers_[c]->backing_off; }
 
     /// Keys of deliveries still in a source at the end (a `reject` left them there), counted.
@@ -574,6 +570,7 @@ private:
     own_instance_check own_instance_{scenario_.work};
     buffer_bound_check bound_{scenario_.decls.sequences.front().buffer};
     backoff_watch backoff_{scenario_.work.consumers};
+    bool store_changed_ = false;  // a housekeeper's step or a crash: see watch_buffers
     sink_index sunk_;
     nothing_lost_check nothing_lost_;
     removal_check removal_;
