@@ -92,9 +92,10 @@ inline bool any_processed(const std::vector<message_record>& rows) {
 }
 
 /// Nothing lost (docs/guarantees.md): every accepted (acknowledged) message had its listener succeed,
-/// was expired by an operator, is stored, or reached the error sink (failed, or forwarded by
-/// housekeeping removal). Checked after every step; a message settled by one of the lasting
-/// reasons (all but "stored") is not looked at again.
+/// was expired by an operator, is stored, or reached the error sink (failed, forwarded by
+/// housekeeping removal, or dead-lettered by a full buffer: FAILED, no claim, a resend retries).
+/// Checked after every step; a message settled by one of the lasting reasons (all but "stored")
+/// is not looked at again.
 class nothing_lost_check {
 public:
     void accept(const claim_key& key) {
@@ -186,6 +187,9 @@ struct final_state_inputs {
     bool strategy_claims;  ///< false for strategies that never write a claim (no live-claim check)
     bool connection_lost;  ///< a connection died (or the database crashed) in this run: a release pass may have been cut
     const std::set<claim_key>& removed;  ///< keys whose instance housekeeping removed at some point
+    /// Keys of deliveries still in a source, not acknowledged: a full buffer's `reject` left them
+    /// there (the consumer backed off and nothing changed since), as a partition waits in Kafka.
+    const std::set<claim_key>& in_source;
 };
 
 class final_state_check {
@@ -212,7 +216,7 @@ private:
         const auto rows = in_.store.messages_with_key(key);
         const std::string name = listener_probe::text(key) + " (" + m.context + ")";
         if (rows.empty()) {
-            if (!in_.removed.contains(key)) log_->add("lost", name + " was delivered but has no inbox row");
+            if (!in_.removed.contains(key) && !in_.in_source.contains(key)) log_->add("lost", name + " was delivered but has no inbox row");
             return;  // else removed by housekeeping: nothing_lost_check covered it at every step
         }
         if (rows.size() > 1) return;  // reported by unique_rows_check; the state is ambiguous

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "buffer_checks.hpp"
 #include "listener_probe.hpp"
 #include "process_store.hpp"
 #include "seqinbox/clock/manual_clock.hpp"
@@ -38,6 +39,7 @@ struct sim_policies : default_policies {
     using claim = Claim;
     using clock = ::seqinbox::clock::manual_clock;
     using propagation = Propagation;
+    using metrics = overflow_metrics;
 };
 
 template <class Claim, class Store = memory::store, class Propagation = ::seqinbox::propagation::not_supported>
@@ -55,6 +57,7 @@ struct worker_report {
     std::vector<std::pair<std::string, std::string>> violations;  ///< what the worker saw the engine do wrong (kind, text)
     std::size_t connection_errors = 0;
     std::size_t retryable_errors = 0;   ///< e.g. the instance was removed under the delivery
+    std::size_t buffer_rejects = 0;     ///< deliveries (or batch parts) refused by a full buffer's `reject`
     std::size_t lock_table_errors = 0;  ///< SQLSTATE 53200: the lock table was full
     std::size_t actions_executed = 0;
     std::array<std::size_t, 6> outcomes{};  ///< by seqinbox::outcome
@@ -78,9 +81,13 @@ public:
              clock::manual_clock clock, listener_probe& probe, bool required)
         : index_(index), required_(required), process_(&process), probe_(&probe) {
         if (required)
-            listen_on(required_inbox_.emplace(process, source, sink, decls, typename required_inbox::policy_objects{.clock = clock}), decls);
+            listen_on(required_inbox_.emplace(process, source, sink, decls,
+                                              typename required_inbox::policy_objects{.clock = clock, .metrics = overflow_metrics(overflows)}),
+                      decls);
         else
-            listen_on(inbox_.emplace(process, source, sink, decls, typename not_supported_inbox::policy_objects{.clock = clock}), decls);
+            listen_on(inbox_.emplace(process, source, sink, decls,
+                                     typename not_supported_inbox::policy_objects{.clock = clock, .metrics = overflow_metrics(overflows)}),
+                      decls);
     }
     consumer(const consumer&) = delete;
     consumer& operator=(const consumer&) = delete;
@@ -88,7 +95,8 @@ public:
     /// The worker task: decides deliveries until the source is empty, one at a time or, with
     /// `batch_size`, up to that many at once with poll_batch (in parts of at most the store's
     /// max_batch_records, each acknowledged once it committed). A delivery whose decision failed
-    /// is put back (a batch's by poll_batch itself) and retried.
+    /// is put back (a batch's by poll_batch itself) and retried; one a full buffer rejected is
+    /// put back and the worker backs off (ends) until the controller sees the store change.
     void work(std::optional<std::size_t> batch_size = std::nullopt) {
         const task_scope role(*process_, role_of(batch_size.has_value()));
         while (!stopping && source.pending() > 0) {
@@ -106,6 +114,7 @@ public:
             }
             report.batch_retries += batch_size ? 1 : 0;
             source.redeliver_unacknowledged();
+            if (backing_off) return;
         }
     }
 
@@ -119,6 +128,10 @@ public:
     sim_source source;
     worker_report report;
     bool stopping = false;  ///< the run is over: finish the current delivery and stop
+    /// A full buffer rejected the delivery: retrying before the committed state changes would be
+    /// rejected again (the Kafka source's backoff). Set by the task, cleared by the controller.
+    bool backing_off = false;
+    overflow_log overflows;
 
 private:
     /// The calling task's role in its process's pool, while it lives.
@@ -189,6 +202,7 @@ private:
     /// table are counted, anything else is reported).
     template <class Work>
     bool guarded(Work work) {
+        overflows.rejecting = false;  // only this attempt's rejection explains its retryable error
         try {
             work();
             return true;
@@ -196,6 +210,9 @@ private:
             if (e.category() == error_category::connection) {
                 ++report.connection_errors;
                 process_->connection_lost();  // the process has seen it now
+            } else if (e.category() == error_category::retryable && std::exchange(overflows.rejecting, false)) {
+                ++report.buffer_rejects;
+                backing_off = true;
             } else if (e.category() == error_category::retryable && e.sqlstate() == "53200") {
                 ++report.lock_table_errors;
             } else if (e.category() == error_category::retryable) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "random.hpp"
+#include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
@@ -62,6 +63,17 @@ inline drawn_declarations random_declarations(random& rng) {
     }
     for (auto& m : drawn.value.sequences.front().messages) m.release = condition{};
     return drawn;
+}
+
+/// The buffer bound of a third of the seeds: maxWaiting 1 to 3 under one of the three overflow
+/// policies, small enough for a workload of a few messages per context to overflow it. The
+/// other seeds keep the default (10,000), which no workload reaches.
+inline buffer_limit draw_buffer_limit(random& rng) {
+    if (!rng.chance(33)) return {};
+    static constexpr overflow_policy policies[] = {overflow_policy::dead_letter_newest, overflow_policy::dead_letter_instance,
+                                                   overflow_policy::reject};
+    const std::size_t max_waiting = rng.between(1, 3);
+    return {max_waiting, policies[rng.below(3)]};
 }
 
 }  // namespace seqinbox::sim

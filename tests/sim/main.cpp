@@ -48,6 +48,7 @@ struct options {
     source::defect planted = source::defect::none;  ///< test-only defect in the source model's code
     bool planted_instance_cache = false;            ///< test-only defect 1 of issue 17 (process_store.hpp)
     bool planted_late_instances = false;            ///< test-only defect 1 of issue 33 (process_store.hpp)
+    bool planted_overflow_unchecked = false;        ///< test-only: count_waiting answers 0 (planted.hpp)
 };
 
 constexpr std::string_view usage =
@@ -56,7 +57,8 @@ constexpr std::string_view usage =
     "                    [--expect-violation] [--max-steps N] [--shrink-replays N]\n"
     "                    [--known-issue KIND]... [--jobs N]\n"
     "                    [--planted source_seek_to_own_record|source_commit_fetch_position|\n"
-    "                               instance_cache_after_crash|batch_instances_in_transaction]\n";
+    "                               instance_cache_after_crash|batch_instances_in_transaction|\n"
+    "                               overflow_check_skipped]\n";
 
 std::uint64_t number(std::string_view flag, const char* text) {
     char* end = nullptr;
@@ -68,6 +70,7 @@ std::uint64_t number(std::string_view flag, const char* text) {
 void plant(options& o, std::string_view name) {
     if (name == "instance_cache_after_crash") o.planted_instance_cache = true;
     else if (name == "batch_instances_in_transaction") o.planted_late_instances = true;
+    else if (name == "overflow_check_skipped") o.planted_overflow_unchecked = true;
     else o.planted = source::defect_named(name);
 }
 
@@ -146,6 +149,9 @@ void print_trace(const std::vector<std::string>& lines, std::size_t last_step) {
 void print_declaration(const scenario& s) {
     std::cout << "setup propagation " << (s.required ? "required" : "not_supported") << " batch_size " << s.batch_size
               << " max_batch_records " << s.max_batch_records << " lock_entries " << s.lock_entries << '\n';
+    const auto& buffer = s.decls.sequences.front().buffer;
+    std::cout << "buffer max_waiting " << buffer.limit() << (buffer.max_waiting ? "" : " (default)") << " on_overflow "
+              << seqinbox::to_string(buffer.on_overflow) << '\n';
     for (const auto& m : s.decls.sequences.front().messages)
         std::cout << "declared " << m.qualified_type() << ' ' << seqinbox::describe(m.release) << '\n';
 }
@@ -287,6 +293,9 @@ int dispatch(const options& o) {
         return run_program<claim::insert_first, planted_store<planted_defect::instance_cache_after_crash>>(o);
     if (o.claim == "insert_first" && o.planted_late_instances)
         return run_program<claim::insert_first, planted_store<planted_defect::batch_instances_in_transaction>>(o);
+    if (o.claim == "insert_first" && o.planted_overflow_unchecked)
+        return run_program<claim::insert_first, planted_store<planted_defect::overflow_check_skipped>>(o);
+    if (o.planted_overflow_unchecked) throw std::invalid_argument("--planted overflow_check_skipped needs --claim insert_first");
     if (o.planted_instance_cache || o.planted_late_instances) throw std::invalid_argument("--planted " + std::string(o.planted_instance_cache ? "instance_cache_after_crash" : "batch_instances_in_transaction") + " needs --claim insert_first");
     if (o.claim == "insert_first") return run_program<claim::insert_first>(o);
     if (o.claim == "check_then_insert") return run_program<claim::check_then_insert>(o);

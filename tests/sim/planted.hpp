@@ -27,6 +27,9 @@ enum class planted_defect {
     /// Defect 1 of issue 33 put back: a batch worker's process resolves the batch's instances
     /// after BEGIN on a second pooled connection (process_store.hpp).
     batch_instances_in_transaction,
+    /// Bounded buffers without their bound: count_waiting answers 0, so the engine's overflow
+    /// check never fires and a full instance buffers on (buffer_over_limit).
+    overflow_check_skipped,
 };
 
 template <planted_defect Defect>
@@ -57,6 +60,11 @@ public:
             }
             return results;
         }
+
+        std::size_t count_waiting(instance_id instance, std::size_t up_to) {
+            if constexpr (Defect == planted_defect::overflow_check_skipped) return 0;
+            return memory::store::transaction::count_waiting(instance, up_to);
+        }
     };
 
     transaction begin() { return transaction(memory::store::begin()); }
@@ -84,5 +92,6 @@ inline constexpr bool planted_late_instances<planted_store<planted_defect::batch
 static_assert(action_store<planted_store<planted_defect::expire_replays>>);
 static_assert(batch_claim_transaction<planted_store<planted_defect::batch_claim_in_key_order>::transaction>);
 static_assert(housekeeping_store<planted_store<planted_defect::removal_drops_waiting>>);
+static_assert(claim_transaction<planted_store<planted_defect::overflow_check_skipped>::transaction>);
 
 }  // namespace seqinbox::sim

@@ -46,6 +46,7 @@ inline scenario make_scenario(std::uint64_t seed) {
     s.required = rng.chance(50);
     s.max_batch_records = rng.chance(20) ? 0 : rng.between(1, 6);  // so that batches come in parts
     s.lock_entries = s.max_batch_records == 0 ? 0 : s.max_batch_records + scenario::lock_reserve;
+    s.decls.sequences.front().buffer = draw_buffer_limit(rng);  // drawn last: the draws above stay as they were
     return s;
 }
 

@@ -87,6 +87,12 @@ public:
     }
 
     std::size_t pending() const noexcept { return queue_.size(); }
+    /// The keys of the deliveries not polled yet (what a consumer that backed off leaves).
+    std::vector<claim_key> pending_keys() const {
+        std::vector<claim_key> keys;
+        for (const auto& record : queue_) keys.push_back(key_of(record));
+        return keys;
+    }
     std::size_t in_flight() const noexcept { return in_flight_.size(); }
     const envelope* next() const noexcept { return queue_.empty() ? nullptr : &queue_.front(); }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "batch_checks.hpp"
+#include "buffer_checks.hpp"
 #include "checker.hpp"
 #include "consumer.hpp"
 #include "listener_probe.hpp"
@@ -109,11 +110,9 @@ public:
 
     bool allows(const advance& a) const {
         if (tasks_[a.consumer]) return !blocked_[a.consumer];
-        return a.consumer < scenario_.work.consumers && consumers_[a.consumer]->source.pending() > 0;
+        return a.consumer < scenario_.work.consumers && may_work(a.consumer);
     }
-    bool allows(const poll_batch& p) const {
-        return p.consumer < scenario_.work.consumers && !tasks_[p.consumer] && consumers_[p.consumer]->source.pending() > 0;
-    }
+    bool allows(const poll_batch& p) const { return p.consumer < scenario_.work.consumers && !tasks_[p.consumer] && may_work(p.consumer); }
     bool allows(const arrive& a) const { return !arrived_[a.delivery] && !options_.dropped.contains(a.delivery); }
     bool allows(const listener_throw& t) const { return at(t.consumer) == "listener" && !probe_.armed(t.consumer); }
     /// A batch runs many more store operations than one delivery: after two connection losses in
@@ -168,6 +167,7 @@ private:
         ++counts_["steps"];
         if (store_.open_transaction_count() < open_before) after_commit_or_rollback();
         reap_tasks();
+        watch_buffers();
         check_nothing_lost();
         if (options_.trace) trace_.push_back("#" + std::to_string(applied_.size() - 1) + " " + before + trace_text<simulation>::after_step(*this, s));
     }
@@ -262,6 +262,7 @@ private:
         for (std::size_t slot = 0; slot < consumers_.size(); ++slot)
             if (tasks_[slot] && killed_a_transaction([&] { kill_connections(*tasks_[slot]); })) lost.push_back(slot);
         memory::testing::crash(store_, c.keep);
+        store_changed_ = true;
         counts_["crash_connections_lost"] += lost.size();
         for (const auto& row : store_.messages())  // a state step kept, its claim transaction lost: to heal
             if (row.state != message_state::failed && !memory::testing::has_claim(store_, row.key())) ++counts_["crash_rows_without_claim"];
@@ -333,6 +334,7 @@ private:
     /// A housekeeper moved: instances it removed start a new life for their context and keys.
     void after_housekeeping_step() {
         sunk_.catch_up(sink_);
+        store_changed_ = true;
         for (auto& gone : removal_.after(store_, sunk_, log_)) {
             ++instances_removed_;
             removed_keys_.insert(gone.keys.begin(), gone.keys.end());
@@ -341,6 +343,42 @@ private:
     }
 
     // ---- bookkeeping after a step ----
+
+    /// The buffer bound after every step; a consumer a `reject` made back off notes the committed
+    /// state the rejection saw (a rejection commits nothing, and the count and the throw are one
+    /// step) and may work again once that state changed.
+    void watch_buffers() {
+        bool changed = std::exchange(store_changed_, false);  // by a housekeeper or a crash
+        for (const auto& p : processes_) {
+            counts_["buffer_rows_outside_lock"] += bound_.orphaned(p->take_orphaned_waiting());
+            changed = p->take_committed() || changed;
+        }
+        if (changed) backoff_.state_changed();
+        if (changed && bound_.checked()) counts_["buffer_over_limit_excused"] += bound_.run(store_.messages(), log_);
+        for (std::size_t c = 0; c < scenario_.work.consumers; ++c) {
+            auto& consumer = *consumers_[c];
+            if (backoff_.take_reject(c, consumer.overflows, store_) && consumer.report.batch > 0)
+                batch_rejected(c, scenario_.required, probe_, [this](const claim_key& key) { return processed(key); }, counts_, log_);
+            if (consumer.backing_off && !tasks_[c] && backoff_.changed_since_reject(c, store_)) {
+                consumer.backing_off = false;
+                ++counts_["buffer_reject_retries"];
+            }
+        }
+    }
+
+    /// A consumer without a task may start its worker: records, and not backing off.
+    bool may_work(std::size_t c) const { return consumers_[c]->source.pending() > 0 && !consumers_[c]->backing_off; }
+
+    /// Keys of deliveries still in a source at the end (a `reject` left them there), counted.
+    std::set<claim_key> left_in_sources() {
+        std::set<claim_key> keys;
+        for (std::size_t c = 0; c < scenario_.work.consumers; ++c)
+            for (const auto& key : consumers_[c]->source.pending_keys()) {
+                keys.insert(key);
+                ++counts_["buffer_rejects_left_in_source"];
+            }
+        return keys;
+    }
 
     /// A transaction ended: committed state may have changed and waiting tasks may go on.
     void after_commit_or_rollback() {
@@ -428,7 +466,8 @@ private:
         for (std::size_t d = 0; d < arrived_.size(); ++d)
             if (!arrived_[d] && !options_.dropped.contains(d)) return false;
         if (std::ranges::any_of(tasks_, [](const auto& task) { return task.has_value(); }) || actions_pending()) return false;
-        return std::ranges::none_of(consumers_, [](const auto& c) { return c->source.pending() > 0 || c->source.in_flight() > 0; });
+        // A consumer backing off keeps its records: nothing is left to change the state it waits for.
+        return std::ranges::none_of(consumers_, [](const auto& c) { return c->source.in_flight() > 0 || (c->source.pending() > 0 && !c->backing_off); });
     }
 
     void finish_run() {
@@ -439,8 +478,10 @@ private:
             check_nothing_lost();
             own_instance_.run(store_, store_.messages(), log_);
             const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] + counts_["deadlocks_broken"] > 0;
-            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_}, log_)
+            const std::set<claim_key> in_source = left_in_sources();
+            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_, in_source}, log_)
                 .run(scenario_.work, delivered_);
+            check_overflow_dead_letters(store_, sink_, log_);
             if (scenario_.required) check_effects_once(store_, probe_, scenario_.work, delivered_, removed_keys_, log_);
         }
         count_outcomes();
@@ -461,6 +502,8 @@ private:
             counts_["release_failures"] += r.release_failures;
             counts_["connection_errors"] += r.connection_errors;
             counts_["lock_table_errors"] += r.lock_table_errors;
+            counts_["buffer_rejects"] += r.buffer_rejects;
+            count_overflows(c->overflows, counts_);
             counts_["batch_records_given_back"] += c->source.given_back;
             counts_["actions_executed"] += r.actions_executed;
         }
@@ -525,6 +568,9 @@ private:
     unique_rows_check unique_rows_;
     store_error_check store_errors_;
     own_instance_check own_instance_{scenario_.work};
+    buffer_bound_check bound_{scenario_.decls.sequences.front().buffer};
+    backoff_watch backoff_{scenario_.work.consumers};
+    bool store_changed_ = false;  // a housekeeper's step or a crash: see watch_buffers
     sink_index sunk_;
     nothing_lost_check nothing_lost_;
     removal_check removal_;

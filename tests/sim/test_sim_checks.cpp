@@ -13,6 +13,7 @@
 #include "connection_pool.hpp"
 #include "declaration_gen.hpp"
 #include "listener_probe.hpp"
+#include "buffer_checks.hpp"
 #include "planted.hpp"
 #include "random.hpp"
 #include "scenario.hpp"
@@ -280,6 +281,29 @@ BOOST_AUTO_TEST_CASE(an_action_job_that_replays_an_expired_message_is_caught) {
 
 BOOST_AUTO_TEST_CASE(a_batch_claim_that_answers_in_key_order_is_caught) {
     expect_caught<planted_defect::batch_claim_in_key_order>("lost", 200);
+}
+
+// ---- issue 38: bounded buffers ----
+
+BOOST_AUTO_TEST_CASE(an_overflow_check_that_never_fires_is_caught) {
+    expect_caught<planted_defect::overflow_check_skipped>("buffer_over_limit", 200);
+}
+
+// A row stored after its claim transaction died excuses one row over the bound while it waits,
+// and no longer once it left WAITING (should it be buffered again, that is under the lock).
+BOOST_AUTO_TEST_CASE(the_buffer_bound_excuses_exactly_the_rows_stored_outside_the_lock) {
+    auto row = [](const std::string& id, message_state state) {
+        return message_record{0, 1, "T1", id, state, {}, {}, std::nullopt};
+    };
+    violation_log log;
+    buffer_bound_check check(buffer_limit{1, overflow_policy::reject});
+    BOOST_TEST(check.orphaned({claim_key{"T1", "m2"}}) == 1u);
+    BOOST_TEST(check.run({row("m1", message_state::waiting), row("m2", message_state::waiting)}, log) == 1u);
+    BOOST_TEST(log.empty());
+    check.run({row("m1", message_state::waiting), row("m2", message_state::failed)}, log);  // m2 leaves WAITING
+    check.run({row("m1", message_state::waiting), row("m2", message_state::waiting)}, log);
+    BOOST_TEST_REQUIRE(log.all().size() == 1u);
+    BOOST_TEST(log.all().front().kind == "buffer_over_limit");
 }
 
 namespace {
