@@ -197,7 +197,8 @@ public:
     /// Polls up to `max` deliveries (the source's poll_batch when it has one), decides them with
     /// deliver_batch and acknowledges each part once it committed. When a part did not commit, a
     /// redelivering source gets it and the rest back (last first, so that it ends at the first
-    /// of them) and this rethrows.
+    /// of them) and this rethrows. A part a full buffer rejected (overflow_policy::reject) keeps
+    /// the records before the rejected one: decided again alone, acknowledged, not given back.
     std::vector<delivery_result> poll_batch(std::size_t max, const batch_hooks& hooks = {})
         requires batch_claim_policy<Claim, transaction>
     {
@@ -209,13 +210,14 @@ public:
             std::vector<delivery_result> decided;
             try {
                 decided = deliver_part(part, hooks);
+            } catch (const detail::rejected_record& rejected) {
+                give_back(records, part.data() + decide_before_rejection(records, part, rejected.index, hooks, results));
+                throw;
             } catch (...) {
-                if constexpr (redelivering_source<Source>)
-                    for (auto it = records.rbegin(); it != records.rend() && &*it >= part.data(); ++it) source_->redeliver(*it);
+                give_back(records, part.data());
                 throw;
             }
-            for (const auto& record : part) source_->acknowledge(record);
-            std::ranges::move(decided, std::back_inserter(results));
+            acknowledge(part, decided, results);
         }
         return results;
     }
@@ -540,6 +542,10 @@ private:
     static bool ready(const scope& s, batch_item& item);
     bool claim_round(scope& s, const std::vector<batch_item*>& round, timestamp now, int attempt);
     void store_unstored(scope& s, std::map<instance_id, locked_instance>& locked);
+    void acknowledge(std::span<const envelope> part, std::vector<delivery_result>& decided, std::vector<delivery_result>& results);
+    void give_back(const std::vector<envelope>& records, const envelope* from);
+    std::size_t decide_before_rejection(const std::vector<envelope>& records, std::span<const envelope> part, std::size_t rejected,
+                                        const batch_hooks& hooks, std::vector<delivery_result>& results);
 
     // ---- operator actions (detail/inbox_actions.hpp) ----
     std::size_t act_on(instance_id id);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "conformance/batch_behaviour.hpp"
@@ -136,6 +137,33 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_rejects_the_delivery_retryably_under
     conf::expect_releasing(h, "o1", "OrderCreated/c1", 2);
     expect_outcome(h.deliver("OrderValidated", "v3", "o1"), outcome::processed);
     expect_calls(h.log, {"OrderCreated/c1", "OrderValidated/v1 (replayed)", "OrderPrepared/p1 (replayed)", "OrderValidated/v3"});
+}
+
+// A polled batch a full buffer rejects keeps the records before the rejected one: decided and
+// acknowledged, so that retries while the buffer stays full do not run their listeners again
+// and again (before: the whole batch rolled back at every attempt).
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_polled_batch_keeps_the_records_before_the_one_a_full_buffer_rejects, Backend, backends) {
+    Backend b;
+    harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::reject));
+    expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
+    expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
+    for (const auto& [type, id, context] : {std::tuple{"OrderCreated", "c2", "o2"}, {"OrderValidated", "v3", "o1"}, {"OrderCreated", "c3", "o3"}})
+        b.source.push(si::testing::record(type, id, context));
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        try {
+            h.inbox->poll_batch(10);
+            BOOST_FAIL("the batch holds a record a full buffer rejects");
+        } catch (const si::error& e) {
+            BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate);
+        }
+        b.source.redeliver_unacknowledged();  // as a consumer that did not commit their offsets meets them again
+    }
+    expect_rows(b, "OrderCreated", "c2", {"PROCESSED"});
+    BOOST_TEST(h.log.count("OrderCreated", "c2") == 2u, "once in the rolled-back attempt, once kept: not at every retry");
+    BOOST_TEST(b.source.acknowledged().size() == 1u);
+    BOOST_TEST(b.messages_with_key({"OrderValidated", "v3"}).empty());
+    BOOST_TEST(b.messages_with_key({"OrderCreated", "c3"}).empty(), "behind the rejected record: given back");
+    BOOST_TEST(h.log.count("OrderCreated", "c3") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_batch_counts_what_it_buffered_itself, Backend, backends) {

@@ -147,7 +147,12 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::decide_rounds(scope& s, st
             claim_result& claim = *item->claim;
             locked_instance unlocked;  // a lost claim reads nothing of it
             auto& instance = claim.won ? locked.at(item->instance) : unlocked;
-            results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
+            try {
+                results[item->index] = decide_claimed(s, item->d, claim.won, instance, claim.rows, now);
+            } catch (const error& e) {
+                if (e.sqlstate() == buffer_full_sqlstate) throw detail::rejected_record(e, item->index);
+                throw;
+            }
             tried.insert(item->d.key());
         }
         pending = std::move(undecided);
@@ -320,6 +325,47 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::claim_round(scope& s, cons
         s.batch->forgotten.erase(round[k]->d.key());  // this claim saw every deletion so far
     }
     return !mismatch;
+}
+
+template <class Store, class Source, class ErrorSink, class Policies>
+void basic_inbox<Store, Source, ErrorSink, Policies>::acknowledge(std::span<const envelope> part, std::vector<delivery_result>& decided,
+                                                                  std::vector<delivery_result>& results) {
+    for (const auto& record : part) source_->acknowledge(record);
+    std::ranges::move(decided, std::back_inserter(results));
+}
+
+/// A redelivering source gets the records from `from` on back, last first (so that it ends at `from`).
+template <class Store, class Source, class ErrorSink, class Policies>
+void basic_inbox<Store, Source, ErrorSink, Policies>::give_back(const std::vector<envelope>& records, const envelope* from) {
+    if constexpr (redelivering_source<Source>)
+        for (auto it = records.rbegin(); it != records.rend() && &*it >= from; ++it) source_->redeliver(*it);
+}
+
+/// A full buffer rejected the part's record `rejected`: the records before it, decided again in
+/// a transaction of their own (again shorter should a full buffer reject one of them), are
+/// acknowledged, so that a retry while the buffer stays full does not run their listeners each
+/// time; they ran in the rolled-back attempt too (the at-least-once window of a batch that does
+/// not commit), once. Returns how many were acknowledged; on another failure gives the part back.
+template <class Store, class Source, class ErrorSink, class Policies>
+std::size_t basic_inbox<Store, Source, ErrorSink, Policies>::decide_before_rejection(const std::vector<envelope>& records,
+                                                                                     std::span<const envelope> part, std::size_t rejected,
+                                                                                     const batch_hooks& hooks,
+                                                                                     std::vector<delivery_result>& results) {
+    try {
+        while (rejected > 0) {
+            try {
+                auto decided = deliver_part(part.first(rejected), hooks);
+                acknowledge(part.first(rejected), decided, results);
+                return rejected;
+            } catch (const detail::rejected_record& again) {
+                rejected = again.index;
+            }
+        }
+        return 0;
+    } catch (...) {
+        give_back(records, part.data());
+        throw;
+    }
 }
 
 /// The batch's end: what it buffered and did not release is stored WAITING.

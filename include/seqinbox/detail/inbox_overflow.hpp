@@ -38,7 +38,7 @@ std::string basic_inbox<Store, Source, ErrorSink, Policies>::overflow_reason(con
                                                                              std::size_t limit) {
     const auto& seq = *d.type->sequence;
     std::string text = "the buffer of instance " + std::to_string(locked.row.id) + " of sequence " + detail::printable(seq.name) +
-                       " is full: " + std::to_string(limit) + " messages WAITING (maxWaiting " + std::to_string(limit);
+                       " is full: " + std::to_string(limit) + " or more messages WAITING (maxWaiting " + std::to_string(limit);
     if (!seq.buffer.max_waiting) text += ", the default: declare maxWaiting to choose";
     return text + ", overflow policy " + std::string(to_string(seq.buffer.on_overflow)) + ")";
 }
