@@ -136,3 +136,19 @@ BOOST_AUTO_TEST_CASE(a_record_given_back_in_an_older_generation_is_forgotten_onc
     board.decided(record_at(2), 2);
     BOOST_TEST(board.report(2, all).empty(), "record 3 belongs to an older generation: forgotten");
 }
+
+BOOST_AUTO_TEST_CASE(only_the_thread_that_gave_a_record_back_to_be_decided_alone_goes_one_at_a_time) {
+    // A record a full buffer keeps rejecting (overflowPolicy reject) comes back to the consumer
+    // thread of its context; the other threads' contexts keep their batches. Before, every thread
+    // decided one record at a time while it waited (the review's 6,000 records: 29.9 s, not 4.2 s).
+    si::metrics::registry registry;
+    si::relay::detail::retry_board board(registry);
+    board.given_back(record_at(7), "buffer full", 1, true, 2);
+    BOOST_TEST(board.one_at_a_time(1, 2));
+    BOOST_TEST(!board.one_at_a_time(1, 0));
+    BOOST_TEST(!board.one_at_a_time(1, 1));
+    board.given_back(record_at(8), "timeout", 1, false, 0);  // a record given back for another reason: batches go on
+    BOOST_TEST(!board.one_at_a_time(1, 0));
+    board.decided(record_at(7), 1);
+    BOOST_TEST(!board.one_at_a_time(1, 2));
+}
