@@ -516,6 +516,8 @@ private:
     void close(transaction& t1, locked_instance& locked, const std::string& context_id);
     void close(transaction& t1, instance_id instance, const std::string& context_id);
     bool replay(scope& s, const message_record& row, const std::vector<message_id>& twins, const std::string& context_id);
+    template <class TwinsOf>
+    void fail_buffered(scope& s, std::span<const message_record> rows, TwinsOf twins_of);
     void set_state(transaction& tx, const message_record& row, const std::vector<message_id>& twins, message_state state, timestamp now);
     static std::vector<message_id> with_twins(message_id id, std::vector<message_id> twins);
 

@@ -32,6 +32,20 @@ strings overflowed_in_sink(B& b) {
     return keys;
 }
 
+/// Runs `attempt`, which must fail as a full buffer under reject does: retryably, with the code
+/// that tells it from other retryable errors (the relay's), naming the limit of 2.
+template <class Attempt>
+void expect_rejected_as_full(Attempt attempt, const char* what) {
+    try {
+        attempt();
+        BOOST_FAIL(what << " must fail: a full buffer under reject");
+    } catch (const error& e) {
+        BOOST_TEST((e.category() == error_category::retryable));
+        BOOST_TEST(e.sqlstate() == buffer_full_sqlstate, "what tells a full buffer from other retryable errors (the relay)");
+        BOOST_TEST(std::string(e.what()).find("maxWaiting 2") != std::string::npos, e.what());
+    }
+}
+
 /// Scripts for the batch differential: full buffers under each dead-letter policy, with
 /// releases making room again and resends of what was dead-lettered.
 inline std::vector<delivery_script> overflow_scripts() {
@@ -111,27 +125,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_full_buffer_rejects_the_delivery_retryably_under
     harness<Backend> h(b, {}, conf::bounded_orders(2, si::overflow_policy::reject));
     expect_outcome(h.deliver("OrderValidated", "v1", "o1"), outcome::buffered);
     expect_outcome(h.deliver("OrderPrepared", "p1", "o1"), outcome::buffered);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        try {
-            h.deliver("OrderValidated", "v3", "o1");
-            BOOST_FAIL("a delivery into a full buffer must fail under reject");
-        } catch (const si::error& e) {
-            BOOST_TEST((e.category() == si::error_category::retryable));
-            BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate, "what tells a full buffer from other retryable errors (the relay)");
-            BOOST_TEST(std::string(e.what()).find("maxWaiting 2") != std::string::npos, e.what());
-        }
-    }
+    for (int attempt = 0; attempt < 2; ++attempt)
+        conf::expect_rejected_as_full([&] { h.deliver("OrderValidated", "v3", "o1"); }, "a delivery");
     BOOST_TEST(b.messages_with_key({"OrderValidated", "v3"}).empty());
     BOOST_TEST(!b.has_claim({"OrderValidated", "v3"}));
     BOOST_TEST(b.error_sink.size() == 0u);
-    try {
-        const std::vector<si::envelope> batch{si::testing::record("OrderValidated", "v4", "o2"), si::testing::record("OrderValidated", "v3", "o1")};
-        h.inbox->deliver_batch(batch);
-        BOOST_FAIL("a batch with a delivery into a full buffer must fail under reject");
-    } catch (const si::error& e) {
-        BOOST_TEST((e.category() == si::error_category::retryable));
-        BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate);
-    }
+    const std::vector<si::envelope> batch{si::testing::record("OrderValidated", "v4", "o2"), si::testing::record("OrderValidated", "v3", "o1")};
+    conf::expect_rejected_as_full([&] { h.inbox->deliver_batch(batch); }, "a batch");
     BOOST_TEST(b.messages_with_key({"OrderValidated", "v4"}).empty(), "the batch committed nothing");
 
     conf::expect_releasing(h, "o1", "OrderCreated/c1", 2);
@@ -150,12 +150,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_polled_batch_keeps_the_records_before_the_one_a_
     for (const auto& [type, id, context] : {std::tuple{"OrderCreated", "c2", "o2"}, {"OrderValidated", "v3", "o1"}, {"OrderCreated", "c3", "o3"}})
         b.source.push(si::testing::record(type, id, context));
     for (int attempt = 0; attempt < 3; ++attempt) {
-        try {
-            h.inbox->poll_batch(10);
-            BOOST_FAIL("the batch holds a record a full buffer rejects");
-        } catch (const si::error& e) {
-            BOOST_TEST(e.sqlstate() == si::buffer_full_sqlstate);
-        }
+        conf::expect_rejected_as_full([&] { h.inbox->poll_batch(10); }, "a polled batch");
         b.source.redeliver_unacknowledged();  // as a consumer that did not commit their offsets meets them again
     }
     expect_rows(b, "OrderCreated", "c2", {"PROCESSED"});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstddef>
 #include <filesystem>
@@ -228,13 +229,12 @@ private:
     }
 
     void buffer(const field_list& fields, const std::string& where, sequence_entry& seq) {
-        seq.max_waiting_text = text(fields, "maxWaiting", where);
-        if (!seq.max_waiting_text.empty()) {
-            if (const auto limit = whole_number(seq.max_waiting_text); limit && *limit >= 1 && *limit <= most_max_waiting)
+        if (const auto limit_text = text(fields, "maxWaiting", where); !limit_text.empty()) {
+            if (const auto limit = whole_number(limit_text); limit && *limit >= 1 && *limit <= most_max_waiting)
                 seq.buffer.max_waiting = *limit;
             else
                 add(mark_of(find(fields, "maxWaiting")->second), where + ": 'maxWaiting' must be a whole number from 1 to " +
-                                                                     std::to_string(most_max_waiting) + ", got " + quote(seq.max_waiting_text));
+                                                                     std::to_string(most_max_waiting) + ", got " + quote(limit_text));
         }
         const auto policy = text(fields, "overflowPolicy", where);
         if (policy.empty()) return;
@@ -244,11 +244,11 @@ private:
                 where + ": unknown overflowPolicy " + quote(policy) + "; expected dead-letter-newest, dead-letter-instance or reject");
     }
 
-    /// Digits only (no sign, no exponent), at most 7 of them: anything else is not a count.
+    /// Digits only (no sign, space or exponent) that fit a size_t: anything else is not a count.
     static std::optional<std::size_t> whole_number(std::string_view text) {
-        if (text.empty() || text.size() > 7 || !std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
         std::size_t n = 0;
-        for (char c : text) n = n * 10 + static_cast<std::size_t>(c - '0');
+        const auto [end, failure] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (failure != std::errc{} || end != text.data() + text.size()) return std::nullopt;
         return n;
     }
 

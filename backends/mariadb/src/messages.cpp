@@ -107,7 +107,7 @@ std::size_t store::transaction::count_waiting(instance_id instance, std::size_t 
     impl_->rows("counting waiting messages",
                 "SELECT count(*) FROM (SELECT 1 FROM sequenced_message WHERE sequence_instance_id = " + std::to_string(instance) +
                     " AND state = 'WAITING' LIMIT " + std::to_string(up_to) + ") AS w",
-                [&](const detail::row& row) { count = std::stoull(std::string(row.bytes(0))); });
+                [&](const detail::row& row) { count = static_cast<std::size_t>(detail::number_at(row, 0)); });
     return count;
 }
 

@@ -60,17 +60,7 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::dead_letter_waiting(scope&
         if (!u.settled) rows.push_back(u.row);
     for (const auto& row : rows)
         sink_->publish({row.payload.value_or(envelope{}), reason, row.type, row.idempotence_id, context_id, failure_kind::buffer_overflow});
-    const timestamp now = clock_.now();
-    auto mark_failed = [&](transaction* tx) {
-        for (const auto& row : rows) {
-            set_state(*tx, row, twins.of(row.key()), message_state::failed, now);
-            forget(s, *tx, row.key());
-        }
-    };
-    if (s.batch != nullptr)
-        mark_failed(&t1);
-    else
-        propagation::requires_new::run(*store_, t1, mark_failed);
+    fail_buffered(s, rows, [&](const message_record& row) { return twins.of(row.key()); });
     for (const auto& row : rows) {
         locked.settle(row);
         decided(about(decision_kind::failed, row.type, row.idempotence_id, context_id, reason));

@@ -4,6 +4,7 @@
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
 #include <algorithm>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -144,17 +145,10 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::replay(scope& s, const mes
         require_connection(t1, row.type, row.idempotence_id);
         const listener_fault fault = decoded ? current_fault() : undecodable_on_replay();
         const std::string& reason = fault.reason;
-        auto mark_failed = [&](transaction* tx) {
-            set_state(*tx, row, twins, message_state::failed, clock_.now());
-            forget(s, *tx, row.key());
-        };
         // At once, even in a batch: no source brings a released message back, so a crash
         // between the commit and a later publication would lose it.
         sink_->publish({record, reason, row.type, row.idempotence_id, context_id, fault.kind});
-        if (s.batch != nullptr)
-            mark_failed(&t1);  // in the batch: the savepoint undid the listener's writes
-        else
-            propagation::requires_new::run(*store_, t1, mark_failed);
+        fail_buffered(s, std::span<const message_record>(&row, 1), [&](const message_record&) { return twins; });
         decided(about(decision_kind::release_failed, row.type, row.idempotence_id, context_id, reason));
         return false;
     }
@@ -165,6 +159,26 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::replay(scope& s, const mes
     event.waited = now - row.created_at;
     decided(event);
     return true;
+}
+
+/// Buffered messages that failed (a replay threw, or a full buffer dead-lettered them) become
+/// FAILED and lose their claims in one transaction, so that a resend retries each: in a batch its
+/// transaction (the savepoint undid a failed listener's writes), else one of their own, kept
+/// whatever T1 does. `twins_of(row)`: the row's twins, given the same state.
+template <class Store, class Source, class ErrorSink, class Policies>
+template <class TwinsOf>
+void basic_inbox<Store, Source, ErrorSink, Policies>::fail_buffered(scope& s, std::span<const message_record> rows, TwinsOf twins_of) {
+    const timestamp now = clock_.now();
+    auto mark_failed = [&](transaction* tx) {
+        for (const auto& row : rows) {
+            set_state(*tx, row, twins_of(row), message_state::failed, now);
+            forget(s, *tx, row.key());
+        }
+    };
+    if (s.batch != nullptr)
+        mark_failed(&s.t1);
+    else
+        propagation::requires_new::run(*store_, s.t1, mark_failed);
 }
 
 /// A replayed row's new state, on its twins too; a row the batch did not store yet is stored

@@ -57,8 +57,7 @@ struct sequence_entry {
     std::string recording_text;                ///< as written, for summaries
     std::optional<std::chrono::seconds> deduplication_window;  ///< deduplicationWindow; empty: the retention
     std::string deduplication_window_text;                     ///< as written, for summaries
-    buffer_limit buffer;           ///< maxWaiting (empty: the default) and overflowPolicy
-    std::string max_waiting_text;  ///< as written, for summaries
+    buffer_limit buffer;  ///< maxWaiting (empty: the default) and overflowPolicy
     std::vector<message_entry> messages;
 };
 
