@@ -2,6 +2,7 @@
 // Declarations in C++: sequences, their message types and release conditions.
 // Templated on the decoded message type that extractors, filters and resolvers read.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/declare/qualified_type.hpp"
 #include "seqinbox/envelope.hpp"
 
@@ -18,6 +20,11 @@ namespace seqinbox {
 /// Returns the context id of a message, or nothing: then its type's missing_context_id policy applies.
 template <class Message>
 using context_id_extractor = std::function<std::optional<std::string>(const Message&, const envelope&)>;
+
+/// Returns the sequence number of a message of a numbered sequence, or nothing: the message is
+/// then a bad message (error sink). Numbers are not negative.
+template <class Message>
+using sequence_number_extractor = std::function<std::optional<std::int64_t>(const Message&, const envelope&)>;
 
 /// Returns false for a message that must bypass the inbox (handled directly, never claimed).
 template <class Message>
@@ -39,6 +46,9 @@ struct message_declaration {
     std::string topic{};               ///< empty: the source's default topic
     std::string cluster{};             ///< empty: the default cluster
     missing_context_id_policy missing_context_id = missing_context_id_policy::handle;
+    /// Set on every type of a numbered sequence (none of which then declares a release condition),
+    /// on none of another sequence's.
+    sequence_number_extractor<Message> sequence_number{};
 
     std::string qualified_type() const { return qualify(type, subtype); }
 };
@@ -57,6 +67,11 @@ struct sequence_declaration {
     std::optional<std::chrono::seconds> deduplication_window{};
     /// How many messages one instance may keep WAITING, and what happens beyond (buffer_limit.hpp).
     buffer_limit buffer{};
+    /// Used when the types declare sequence numbers (numbering.hpp).
+    numbering_rules numbering{};
+
+    /// Whether the messages are ordered by their sequence numbers rather than release conditions.
+    bool numbered() const { return !messages.empty() && static_cast<bool>(messages.front().sequence_number); }
 
     std::chrono::seconds kept_closed_for() const { return deduplication_window.value_or(retention); }
 };

@@ -13,6 +13,7 @@
 // (needed only by a Propagation policy that joins the claim transaction).
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,6 +48,17 @@ concept inbox_state_transaction =
         /// How many WAITING messages of the instance the transaction sees, counted no further than
         /// `up_to` (an answer of `up_to` means "at least"): the bound of a buffer (maxWaiting).
         { tx.count_waiting(instance, std::size_t{}) } -> std::same_as<std::size_t>;
+        /// Numbered sequences: the highest number released in the instance, that is the highest
+        /// `number` of its PROCESSED messages or the number given to skip_numbers, whichever is
+        /// higher; empty when there is neither. Read under the instance lock.
+        { tx.last_released_number(instance) } -> std::same_as<std::optional<std::int64_t>>;
+        /// Numbered sequences: the instance's WAITING messages whose `number` is at least `from`,
+        /// by number then id, at most `limit` of them, with payload.
+        { tx.waiting_numbered(instance, std::int64_t{}, std::size_t{}) } -> std::same_as<std::vector<message_record>>;
+        /// Numbered sequences: records that the instance gave its numbers up to `through` up (a
+        /// skipped gap), so that last_released_number is at least `through` from now on. Under
+        /// the instance lock; a lower number than one recorded before changes nothing.
+        { tx.skip_numbers(instance, std::int64_t{}) } -> std::same_as<void>;
         // Optional: `tx.waiting_messages(std::span<const waiting_query>)` ->
         // std::vector<std::vector<message_record>>, the same for many instances in one call
         // (answers in query order); deliver_batch uses it when present.

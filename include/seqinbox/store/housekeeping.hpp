@@ -118,6 +118,11 @@ concept housekeeping_store =
         /// with their messages and claims. A `forward` that throws keeps them all. Returns how many
         /// were deleted.
         { s.remove_instances(ids, condition, forward) } -> std::same_as<std::size_t>;
+        /// Gap timeouts of numbered sequences: up to `limit` OPEN instances of the sequence `job`
+        /// names (here: a sequence name) holding a WAITING message that has a number and was
+        /// stored at or before `now`, by id after `after.id`; sets `after.id` to the last. Its
+        /// cost does not grow with the instances scanned before (keyset) nor with their messages.
+        { s.stalled_numbered(job, now, limit, after) } -> std::same_as<std::vector<instance_id>>;
     };
 
 }  // namespace seqinbox

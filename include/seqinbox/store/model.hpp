@@ -68,6 +68,7 @@ struct message_record {
     timestamp created_at{};
     timestamp state_changed_at{};
     std::optional<envelope> payload;
+    std::optional<std::int64_t> number{};  ///< its sequence number, in a numbered sequence only
 
     claim_key key() const { return {type, idempotence_id}; }
 };
