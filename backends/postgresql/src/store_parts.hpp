@@ -7,6 +7,7 @@
 // views; each keeps its SQL beside the operation that runs it. actions.cpp, housekeeping.cpp and
 // views.cpp reach a connection only through store::run_autocommitted and store::run_in (defined
 // in store.cpp).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +73,15 @@ std::vector<message_record> waiting_rows(const result& r);
 /// Queues the statements that clear the requests of `read` on `instance` still as read
 /// (actions.cpp): run with the commit of the transaction that executed them.
 void queue_actions_clearing(pipeline& batch, instance_id instance, const pending_actions& read);
+
+/// Queues the statement that records the instance's gaps as skipped up to `through` (numbering.cpp).
+void queue_numbers_skipping(pipeline& batch, instance_id instance, std::int64_t through);
+
+/// The number at (`row`, `column`), empty for NULL: a row's sequence number.
+inline std::optional<std::int64_t> number_or_null(const result& r, int row, int column) {
+    if (r.null(row, column)) return std::nullopt;
+    return r.number(row, column);
+}
 
 }  // namespace detail
 

@@ -134,19 +134,20 @@ namespace {
 /// The columns of a message row without its record, its pending request, and the into elements
 /// receiving them.
 struct message_columns {
-    long long id = 0, instance = 0, created = 0, changed = 0, requested = 0;
+    long long id = 0, instance = 0, created = 0, changed = 0, requested = 0, number = 0;
     message_record row;
     std::string state, action;
-    soci::indicator action_null = soci::i_null, requested_null = soci::i_null;
+    soci::indicator action_null = soci::i_null, requested_null = soci::i_null, number_null = soci::i_null;
 
     static std::string select_list() {
         return "id, sequence_instance_id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
-               detail::sql_microseconds("state_changed_at") + ", pending_action, " + detail::sql_microseconds("pending_action_requested_at");
+               detail::sql_microseconds("state_changed_at") + ", pending_action, " + detail::sql_microseconds("pending_action_requested_at") +
+               ", sequence_number";
     }
     auto into() {
         return std::tuple{soci::into(id),      soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
                           soci::into(state),   soci::into(created),  soci::into(changed),  soci::into(action, action_null),
-                          soci::into(requested, requested_null)};
+                          soci::into(requested, requested_null), soci::into(number, number_null)};
     }
     message_record record() const {
         message_record r = row;
@@ -155,6 +156,7 @@ struct message_columns {
         r.state = detail::parse_message_state(state);
         r.created_at = from_microseconds(created);
         r.state_changed_at = from_microseconds(changed);
+        if (number_null == soci::i_ok) r.number = number;
         return r;
     }
     std::optional<message_request> pending() const {

@@ -157,6 +157,9 @@ public:
     bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
         return remove_instances({&id, 1}, condition, forward) == 1;
     }
+    /// Numbered sequences (src/numbering.cpp): one autocommitted statement, a loose scan of the
+    /// instances holding WAITING numbered rows from `after.id` on.
+    std::vector<instance_id> stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after);
 
     /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
@@ -266,6 +269,11 @@ public:
     std::size_t count_waiting(instance_id instance, std::size_t up_to);
     /// The same for many instances, in the same round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
+    /// Numbered sequences (src/numbering.cpp). Each read is one statement in one round trip, with
+    /// the deferred writes; skip_numbers is deferred like a write.
+    std::optional<std::int64_t> last_released_number(instance_id instance);
+    std::vector<message_record> waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit);
+    void skip_numbers(instance_id instance, std::int64_t through);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
