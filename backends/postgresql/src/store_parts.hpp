@@ -3,10 +3,11 @@
 // construction and the ways to a connection, transaction.cpp the transaction (its state in
 // transaction_impl.hpp, the writes it defers in deferred_writes.hpp), claims.cpp the claim path,
 // instances.cpp the sequence instances, messages.cpp the storing and waiting reads of messages,
-// actions.cpp the operator actions, housekeeping.cpp the housekeeping jobs, views.cpp the read
-// views; each keeps its SQL beside the operation that runs it. actions.cpp, housekeeping.cpp and
-// views.cpp reach a connection only through store::run_autocommitted and store::run_in (defined
-// in store.cpp).
+// numbering.cpp what numbered sequences add, actions.cpp the operator actions, housekeeping.cpp
+// the housekeeping jobs, views.cpp the read views; each keeps its SQL beside the operation that
+// runs it (numbering.cpp's is in statements.cpp, beside the transaction's). actions.cpp,
+// housekeeping.cpp and views.cpp reach a connection only through store::run_autocommitted and
+// store::run_in (defined in store.cpp).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -10,9 +10,9 @@
 // class 08 or 57P01..57P03 is reported as seqinbox::error(connection) and replaced by a new one on
 // its next lease.
 //
-// Writes whose result nobody reads (message inserts, state changes, claim deletes, closing) are
-// sent with the transaction's next read or at commit; a transaction made of one such write runs
-// it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
+// Writes whose result nobody reads (message inserts, state changes, claim deletes, closing,
+// skipped numbers) are sent with the transaction's next read or at commit; a transaction made of
+// one such write runs it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
 // which never hides a failure. Statements that follow each other share a round trip (libpq
 // pipeline mode), each still run on its own: deferred writes, BEGIN, the claim, the instance lock
 // (only when the claim was won), the read of the claimed key's rows and of the instance's
