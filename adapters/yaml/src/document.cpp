@@ -38,12 +38,12 @@ namespace {
 
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
-constexpr std::array<std::string_view, 10> sequence_keys{"name",           "retentionPeriod", "messages",   "recordingUntil",
-                                                         "deduplicationWindow", "maxWaiting", "overflowPolicy", "firstNumber",
-                                                         "gapTimeout",     "gapPolicy"};
-constexpr std::array<std::string_view, 9> message_keys{"type",        "subType",          "contextIdExtractor",
-                                                       "messageFilter", "releaseCondition", "topic",
-                                                       "clusterName", "missingContextId", "sequenceNumber"};
+constexpr std::array<std::string_view, 10> sequence_keys{
+    "name",       "retentionPeriod", "messages",    "recordingUntil", "deduplicationWindow",
+    "maxWaiting", "overflowPolicy",  "firstNumber", "gapTimeout",     "gapPolicy"};
+constexpr std::array<std::string_view, 9> message_keys{
+    "type",  "subType",     "contextIdExtractor", "messageFilter", "releaseCondition",
+    "topic", "clusterName", "missingContextId",   "sequenceNumber"};
 constexpr std::array policies{missing_context_id_policy::handle, missing_context_id_policy::dead_letter};
 constexpr std::array<std::string_view, 3> condition_keys{"predecessor", "and", "or"};
 
@@ -255,8 +255,8 @@ private:
         } else if (!first.empty()) {
             if (const auto n = parse_sequence_number(first)) seq.numbering.first_number = *n;
             else add(mark_of(find(fields, "firstNumber")->second),
-                     where + ": 'firstNumber' must be a whole number from 0 to " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
-                         " or first-seen, got " + quote(first));
+                     where + ": 'firstNumber' must be a whole number from 0 to " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()) + " or first-seen, got " + quote(first));
         }
         bool timeout_refused = false;
         seq.gap_timeout_text = text(fields, "gapTimeout", where);
@@ -270,7 +270,8 @@ private:
         if (policy.empty()) return;
         const auto known = parse_gap_policy(policy);
         if (!known)
-            add(mark_of(find(fields, "gapPolicy")->second), where + ": unknown gapPolicy " + quote(policy) + "; expected hold, skip or dead-letter");
+            add(mark_of(find(fields, "gapPolicy")->second),
+                where + ": unknown gapPolicy " + quote(policy) + "; expected hold, skip or dead-letter");
         // Kept at hold after a refused timeout, so that validation does not add "never applies".
         else if (!timeout_refused) seq.numbering.on_gap = *known;
     }
