@@ -51,6 +51,7 @@
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/detail/locked_instance.hpp"
+#include "seqinbox/detail/numbered_instance.hpp"
 #include "seqinbox/detail/release_plan.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
@@ -73,6 +74,7 @@
 #include "seqinbox/source/concept.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/storable_text.hpp"
 
 namespace seqinbox {
@@ -224,12 +226,7 @@ public:
 
     /// The most records one batch transaction decides: what the store's limits allow (see its
     /// max_batch_records), unlimited for a store without any.
-    std::size_t max_batch_records() const {
-        if constexpr (requires(const Store& st) { { st.max_batch_records(true) } -> std::convertible_to<std::size_t>; })
-            return std::max<std::size_t>(1, store_->max_batch_records(Propagation::joins_claim_transaction));
-        else
-            return std::numeric_limits<std::size_t>::max();
-    }
+    std::size_t max_batch_records() const;  // detail/inbox_batch.hpp
 
     /// The context id `record` would be sequenced under; nothing when it would not be
     /// (undecodable, unknown type, filtered out, no context id). No effect: for callers that
@@ -240,17 +237,14 @@ public:
     /// each in one transaction under its instance lock, then a release pass and closing where
     /// complete. Returns how many actions ran. Several service instances may run it at once.
     std::size_t run_pending_actions(std::size_t page_size = 100, std::size_t pages = 10)
-        requires action_store<Store>
-    {
-        ensure_ready();
-        std::size_t executed = 0;
-        for (std::size_t page = 0; page < pages; ++page) {
-            const auto ids = store_->instances_with_pending_actions(page_size);
-            if (ids.empty()) break;
-            for (instance_id id : ids) executed += act_on(id);
-        }
-        return executed;
-    }
+        requires action_store<Store>;
+
+    /// Gap timeouts of numbered sequences (README, "Numbered sequences"): in up to `pages` pages of
+    /// `page_size` instances per sequence, each whose first WAITING message after a missing number
+    /// waited past the gap timeout gets the gap policy under its lock. Returns how many gaps timed
+    /// out. Several service instances may run it at once. Defined in detail/inbox_gaps.hpp.
+    std::size_t run_gap_timeouts(std::size_t page_size = 100, std::size_t pages = 10)
+        requires housekeeping_store<Store>;
 
     Store& store() noexcept { return *store_; }
     Metrics& metrics() noexcept { return metrics_; }
@@ -311,6 +305,7 @@ private:
         std::string idempotence_id;
         std::string context_id;
         bool direct = false;  ///< not sequenced: its listener runs without claim or row (step 2)
+        std::optional<std::int64_t> number{};  ///< in a numbered sequence (detail/inbox_numbered.hpp)
         claim_key key() const { return {type->qualified, idempotence_id}; }
     };
 
@@ -367,7 +362,11 @@ private:
             if (failed_meanwhile(t1, d.key(), existing)) forget(s, t1, d.key());  // keep the FAILED message retryable
             return skipped(d, result, "already handled");
         }
-        if (waits(d, locked, now)) {
+        const bool numbered = d.number && !recording(*d.type->sequence, now);
+        const numbering_rules& rules = d.type->sequence->numbering;
+        if (numbered)
+            if (const char* why = detail::number_duplicate(t1, locked, rules, *d.number)) return skipped(d, result, why);
+        if (numbered ? detail::waits_for_number(t1, locked, rules, *d.number) : waits(d, locked, now)) {
             if (overflowed(s, locked, d, result)) return result;
             if (auto problem = buffer(s, locked, d, existing, now); !problem.empty()) {
                 fail(s, instance, d, {"the store cannot buffer the record: " + problem, failure_kind::unstorable_key});
@@ -427,6 +426,7 @@ private:
         row.created_at = now;
         row.state_changed_at = now;
         if (keep_payload) row.payload = d.record;
+        row.number = d.number;
         return row;
     }
 
@@ -456,6 +456,7 @@ private:
     std::variant<delivery_result, delivery> classify(const envelope& record, batch_effects* batch);
     static std::string unstorable(const delivery& d);
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified);
+    static std::string no_number_reason(const entry& type, std::optional<std::int64_t> number);
     delivery_result reject(batch_effects* batch, const envelope& record, rejection why, std::string reason, std::string type,
                            std::string idempotence_id, std::optional<failure_kind> kind = std::nullopt);
     static constexpr failure_kind kind_of(rejection why) noexcept;
@@ -484,7 +485,14 @@ private:
     // ---- bounded buffers: the overflow policies (detail/inbox_overflow.hpp) ----
     bool overflowed(scope& s, locked_instance& locked, const delivery& d, delivery_result& result);
     static std::string overflow_reason(const locked_instance& locked, const delivery& d, std::size_t limit);
-    void dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id, const std::string& reason);
+    std::optional<std::int64_t> dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id,
+                                                    const std::string& reason, failure_kind kind);
+
+    // ---- numbered sequences: releases, gap timeouts (detail/inbox_numbered.hpp, numbered_instance.hpp, inbox_gaps.hpp) ----
+    void release_numbered(scope& s, locked_instance& locked, const numbering_rules& rules, const std::string& context_id, delivery_result& result);
+    const numbering_rules* numbering_of(const std::string& sequence) const;
+    bool resolve_gap(instance_id id, const sequence_declaration<message_type>& seq, timestamp now);
+    void apply_gap_policy(scope& s, locked_instance& locked, const sequence_declaration<message_type>& seq, std::int64_t first_waiting);
 
     // ---- listeners: propagation, savepoints, what a failure means (detail/inbox_listeners.hpp) ----
     void invoke_direct(scope& s, const delivery& d);
@@ -562,6 +570,7 @@ private:
     static std::optional<message_action> own_request(message_id id, const pending_actions& actions);
     void run_action(scope& s, const message_record& row, message_action action, const std::string& context_id);
     void expire(scope& s, const message_record& row, const std::string& context_id);
+    void skip_gap(transaction& t1, const sequence_instance& instance);
 
     Store* store_;
     Source* source_;
@@ -581,6 +590,8 @@ private:
 #include "seqinbox/detail/inbox_classify.hpp"
 #include "seqinbox/detail/inbox_steps.hpp"
 #include "seqinbox/detail/inbox_overflow.hpp"
+#include "seqinbox/detail/inbox_numbered.hpp"
+#include "seqinbox/detail/inbox_gaps.hpp"
 #include "seqinbox/detail/inbox_listeners.hpp"
 #include "seqinbox/detail/inbox_release.hpp"
 #include "seqinbox/detail/inbox_batch.hpp"
