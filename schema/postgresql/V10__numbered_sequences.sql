@@ -4,6 +4,10 @@
 -- Both columns are nullable without a default: adding them rewrites no row. Their indexes come in
 -- V11, built without blocking writers.
 --
+-- An instance's pending action may be SKIP_GAP (give the numbers missing before its first WAITING
+-- one up). The check that allows it is added NOT VALID, so that no scan of the instances holds
+-- their lock: the rows there satisfy the narrower check they had. V11 validates it.
+--
 -- seqinbox_store_message and seqinbox_store_messages take the number as a last parameter: a
 -- FAILED row taken over in place gets the new row's number; WAITING rows turned PROCESSED keep
 -- theirs (the same message). The signatures of V6 stay, storing rows without a number, for the
@@ -11,6 +15,8 @@
 
 ALTER TABLE sequenced_message ADD COLUMN sequence_number bigint;
 ALTER TABLE sequence_instance ADD COLUMN skipped_through bigint;
+ALTER TABLE sequence_instance DROP CONSTRAINT sequence_instance_pending_action_check,
+    ADD CONSTRAINT sequence_instance_pending_action_check CHECK (pending_action IN ('CONSUME_ALL', 'CLOSE', 'SKIP_GAP')) NOT VALID;
 
 CREATE FUNCTION seqinbox_store_message(
     p_instance bigint, p_type text, p_idempotence_id text, p_state text,

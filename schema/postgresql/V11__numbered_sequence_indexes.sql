@@ -3,6 +3,9 @@
 -- only numbered rows enter them: a store without numbered sequences keeps them empty. Built with
 -- CREATE INDEX CONCURRENTLY as V7 (writers go on meanwhile); safe to run again.
 
+-- V10's check of an instance's pending action, validated under a lock that lets writers go on
+ALTER TABLE sequence_instance VALIDATE CONSTRAINT sequence_instance_pending_action_check;
+
 -- last_released_number: an instance's highest PROCESSED number, read backwards in one descent
 DROP INDEX CONCURRENTLY IF EXISTS sequenced_message_processed_number;
 CREATE INDEX CONCURRENTLY sequenced_message_processed_number ON sequenced_message (sequence_instance_id, sequence_number)

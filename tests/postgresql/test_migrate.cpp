@@ -159,6 +159,7 @@ BOOST_AUTO_TEST_CASE(housekeeping_indexes_are_partial_and_valid) {
                                         " '%(retain_until, id) WHERE ((state = ''OPEN''::text) AND (remove_after IS NULL))'") == 1);
 }
 
+// And V10's check of an instance's pending action, added NOT VALID, is validated by V11.
 BOOST_AUTO_TEST_CASE(numbered_sequence_indexes_are_partial_and_valid) {
     const auto conninfo = pg_server::shared().create_database();
     pg::migrate(conninfo);
@@ -168,6 +169,8 @@ BOOST_AUTO_TEST_CASE(numbered_sequence_indexes_are_partial_and_valid) {
         BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indisvalid"
                                             " AND c.relname = '" + index + "' AND pg_get_expr(i.indpred, i.indrelid)"
                                             " LIKE '%sequence_number IS NOT NULL%'") == 1, index);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_constraint WHERE conname = 'sequence_instance_pending_action_check'"
+                                        " AND convalidated AND pg_get_constraintdef(oid) LIKE '%SKIP_GAP%'") == 1);
 }
 
 // V10 keeps V6's signatures for the processes of the previous version still running while the

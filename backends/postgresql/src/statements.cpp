@@ -298,6 +298,13 @@ const named_sql& waiting_numbered_sql() {
     return s;
 }
 
+// The same index, each number once: the scan stops after $2 numbers.
+const named_sql& waiting_numbers_sql() {
+    static const named_sql s = named("waiting_numbers", "SELECT DISTINCT sequence_number FROM sequenced_message WHERE sequence_instance_id = $1"
+                                                        " AND state = 'WAITING' AND sequence_number IS NOT NULL ORDER BY 1 LIMIT $2");
+    return s;
+}
+
 // A lower number writes no row version.
 const named_sql& numbers_skip_sql() {
     static const named_sql s = named("numbers_skip", "UPDATE sequence_instance SET skipped_through = CAST($2 AS bigint) WHERE id = $1"

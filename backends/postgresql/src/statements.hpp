@@ -90,6 +90,8 @@ const named_sql& last_released_number_sql();
 /// WAITING rows of an instance ($1) numbered $2 or higher, by number then id, at most $3: the
 /// columns of waiting_messages_batch_sql.
 const named_sql& waiting_numbered_sql();
+/// The distinct numbers of an instance's ($1) WAITING rows, ascending, at most $2: number.
+const named_sql& waiting_numbers_sql();
 /// Raises an instance's ($1) skipped_through to $2 (a lower number changes nothing).
 const named_sql& numbers_skip_sql();
 /// OPEN instances of sequence $1 after id $3 holding a WAITING numbered row stored at or before

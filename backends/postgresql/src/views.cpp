@@ -173,6 +173,18 @@ long long rows_to_read(const message_page& page) {
 
 }  // namespace
 
+// Both reads in one round trip; for an instance without numbered rows, two probes of empty index ranges.
+numbered_progress store::numbered_progress_of(transaction& tx, instance_id instance) {
+    std::size_t last = 0, waiting = 0;
+    const auto answers = batch_in(tx, "reading where a numbered instance stands", [&](detail::pipeline& batch) {
+        last = batch.statement(detail::last_released_number_sql(), {std::to_string(instance)});
+        waiting = batch.statement(detail::waiting_numbers_sql(), {std::to_string(instance), std::to_string(max_waiting_numbers_shown)});
+    });
+    numbered_progress progress{detail::number_or_null(answers[last], 0, 0), {}};
+    for (int i = 0; i < answers[waiting].rows(); ++i) progress.waiting.push_back(answers[waiting].number(i, 0));
+    return progress;
+}
+
 std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance, const message_page& page) {
     std::optional<instance_view> view = instance_view{instance, {}, {}, std::nullopt, {}};
     const long long id = instance.id, after = page.after, rows = rows_to_read(page);
@@ -205,6 +217,7 @@ std::optional<instance_view> store::view_of(transaction& tx, const sequence_inst
                                               soci::into(state), soci::into(n), soci::use(id));
         detail::for_each_row(st, [&] { view->counts[detail::parse_message_state(state)] = static_cast<std::size_t>(n); });
     });
+    view->numbering = numbered_progress_of(tx, id);
     run_in(tx, "reading an instance's pending action", [&](detail::connection& c) {
         std::string action;
         long long at = 0;

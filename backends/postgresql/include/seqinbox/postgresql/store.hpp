@@ -227,6 +227,8 @@ private:
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
     /// The instance's view with `page` of its messages read in `tx`, which it commits.
     static std::optional<instance_view> view_of(transaction& tx, const sequence_instance& instance, const message_page& page);
+    /// The instance's numbered_progress, read in `tx`.
+    static numbered_progress numbered_progress_of(transaction& tx, instance_id instance);
     /// The message row matching `where` (with `keys` bound in order) and its instance.
     template <class... Keys>
     std::optional<message_view> message_where(const std::string& where, const Keys&... keys);
