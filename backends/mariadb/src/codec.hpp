@@ -72,6 +72,8 @@ std::string message_columns_with_record();
 /// A message row read from message_columns() (and, with `with_record`, the record columns
 /// that follow), starting at column `first`.
 message_record message_at(const row& row, bool with_record, std::size_t first = 0);
+/// How many columns message_columns() has.
+inline constexpr std::size_t message_column_count = 8;
 
 /// The columns of sequence_instance `i` that instance_at reads.
 std::string instance_columns();
