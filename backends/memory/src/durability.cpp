@@ -27,7 +27,7 @@ void store::settle_flush_owed(detail::tx_state& tx) {
 bool store::writes_anything(const detail::tx_state& tx) {
     const auto& w = tx.writes;
     // A row lock (FOR NO KEY UPDATE) writes WAL too.
-    return !w.messages.empty() || !w.closings.empty() || !w.kv.empty() || !w.cleared_actions.empty() ||
+    return !w.messages.empty() || !w.closings.empty() || !w.skips.empty() || !w.kv.empty() || !w.cleared_actions.empty() ||
            !tx.locks.instances.empty() ||
            std::ranges::any_of(tx.locks.claims, [](const auto* held) { return held->second.pending.has_value() != held->second.committed.has_value(); });
 }
@@ -53,6 +53,7 @@ void store::undo(undo_record& record) {
         instance.row.state = change.state;
         instance.closed_at = change.closed_at;
     }
+    for (auto& [id, before] : std::views::reverse(record.skips)) instances_.at(id).skipped_through = before;
     for (auto& change : std::views::reverse(record.messages)) undo_message(change.id, std::move(change.before));
     for (auto& change : std::views::reverse(record.claims)) {
         auto& held = claims_.find_or_add(change.key);

@@ -67,6 +67,21 @@ std::vector<instance_id> store::removable_instances(timestamp now, std::size_t l
     return ids;
 }
 
+// By id from `after`: the instances table is kept in id order, so the scan starts where the
+// last batch stopped. (It passes over instances of other sequences: the memory store is for tests.)
+std::vector<instance_id> store::stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after) const {
+    std::lock_guard lock(mutex_);
+    std::vector<instance_id> ids;
+    for (auto it = instances_.after(after.id); it != instances_.end() && ids.size() < limit; ++it) {
+        const instance_row& r = it->second;
+        if (r.row.state != instance_state::open || r.row.sequence != sequence) continue;
+        if (std::ranges::any_of(r.waiting_numbers, [&](const auto& w) { return committed_message(w.second)->created_at <= now; }))
+            ids.push_back(it->first);
+    }
+    if (!ids.empty()) after.id = ids.back();
+    return ids;
+}
+
 std::vector<sequence_instance> store::mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after) {
     yield_point("instance.mark_expired");
     std::lock_guard lock(mutex_);

@@ -241,7 +241,7 @@ message_id store::insert_own(detail::tx_state& tx, message_record row) {
 }
 
 void store::update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
-                       std::optional<envelope> payload) {
+                       std::optional<envelope> payload, std::optional<std::int64_t> number) {
     wait_while(lock, &tx, "message.update", [&] { return held_by_other(message_locks_, id, tx); });
     auto row = visible_message(tx, id);
     if (!row) return;
@@ -249,6 +249,7 @@ void store::update_own(lock_guard& lock, detail::tx_state& tx, message_id id, me
     row->state = state;
     row->state_changed_at = now;
     if (payload) row->payload = std::move(payload);
+    if (number) row->number = number;
     if (auto* own = detail::find_in(tx.writes.messages, id, [](auto& r) { return r.id; }))
         *own = std::move(*row);
     else
@@ -259,6 +260,7 @@ void store::finish(detail::tx_state& tx) {
     release_locks(tx.locks, {});
     tx.writes.messages.clear();
     tx.writes.closings.clear();
+    tx.writes.skips.clear();
     tx.writes.kv.clear();
     tx.writes.cleared_actions.clear();
     tx.savepoints.clear();
@@ -278,6 +280,12 @@ void store::forget_message_indexes(message_id id, const detail::stored_message& 
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) --instance.types[row.type].processed;
     if (row.state == message_state::waiting) instance.types[row.type].waiting.erase(id);
+    if (!row.number) return;
+    if (row.state == message_state::processed) {
+        auto it = instance.processed_numbers.find(*row.number);
+        if (it != instance.processed_numbers.end() && --it->second == 0) instance.processed_numbers.erase(it);
+    }
+    if (row.state == message_state::waiting) instance.waiting_numbers.erase({*row.number, id});
 }
 
 void store::unindex_message_key(message_id id, const detail::stored_message& row) {
@@ -289,6 +297,9 @@ void store::index_message(message_id id, const detail::stored_message& row) {
     auto& instance = instances_.at(row.instance);
     if (row.state == message_state::processed) ++instance.types[row.type].processed;
     if (row.state == message_state::waiting) instance.types[row.type].waiting.insert(id);
+    if (!row.number) return;
+    if (row.state == message_state::processed) ++instance.processed_numbers[*row.number];
+    if (row.state == message_state::waiting) instance.waiting_numbers.insert({*row.number, id});
 }
 
 void store::apply_message(message_record&& row, undo_record* undo) {
@@ -326,6 +337,11 @@ void store::apply(detail::tx_state& tx, undo_record* undo) {
         if (undo != nullptr) undo->closings.push_back({id, instance.row.state, instance.closed_at});
         instance.row.state = instance_state::closed;
         instance.closed_at = at;
+    }
+    for (const auto& [id, through] : tx.writes.skips) {
+        auto& skipped = instances_.at(id).skipped_through;
+        if (undo != nullptr) undo->skips.emplace_back(id, skipped);
+        skipped = std::max(skipped.value_or(through), through);
     }
     for (auto& [key, value] : tx.writes.kv) {
         if (undo != nullptr) undo->kv.emplace_back(key, detail::find_value(kv_, key));

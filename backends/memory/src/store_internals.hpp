@@ -41,6 +41,7 @@ struct store::undo_record {
     std::vector<claim_change> claims;
     std::vector<message_change> messages;
     std::vector<closing_change> closings;
+    std::vector<std::pair<instance_id, std::optional<std::int64_t>>> skips;  // skipped_through before
     std::vector<std::pair<std::string, std::optional<std::string>>> kv;
     std::vector<message_request> cleared_message_actions;
     std::vector<std::pair<instance_id, instance_request>> cleared_instance_actions;

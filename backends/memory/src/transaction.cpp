@@ -171,6 +171,53 @@ std::size_t store::transaction::count_waiting(instance_id instance, std::size_t 
     });
 }
 
+// The committed indexes, corrected by this transaction's own rows (as count_waiting): flat in
+// the instance's backlog.
+std::optional<std::int64_t> store::transaction::last_released_number(instance_id instance) {
+    return run("message.last_released_number", [&](store& s, detail::tx_state& tx, lock_guard&) {
+        s.require_instance(instance);
+        const instance_row& committed = s.instances_.at(instance);
+        std::optional<std::int64_t> last = committed.skipped_through;
+        auto raise = [&](std::int64_t n) { last = std::max(last.value_or(n), n); };
+        for (const auto& [id, through] : tx.writes.skips)
+            if (id == instance) raise(through);
+        // A PROCESSED row keeps its state (store_message leaves it), so the committed maximum stands.
+        if (!committed.processed_numbers.empty()) raise(committed.processed_numbers.rbegin()->first);
+        for (const auto& own : tx.writes.messages)
+            if (own.instance == instance && own.state == message_state::processed && own.number) raise(*own.number);
+        return last;
+    });
+}
+
+std::vector<message_record> store::transaction::waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit) {
+    return run("message.waiting_numbered", [&](store& s, detail::tx_state& tx, lock_guard&) {
+        s.require_instance(instance);
+        const instance_row& committed = s.instances_.at(instance);
+        std::vector<message_record> rows;
+        // Own rows first: they may come before committed ones, so the committed scan stops at `limit` too.
+        for (const auto& own : tx.writes.messages)
+            if (own.instance == instance && own.state == message_state::waiting && own.number && *own.number >= from) rows.push_back(own);
+        std::size_t taken = 0;
+        for (auto it = committed.waiting_numbers.lower_bound({from, 0}); it != committed.waiting_numbers.end() && taken < limit; ++it) {
+            auto row = s.visible_message(tx, it->second);
+            if (!row || row->state != message_state::waiting) continue;  // this transaction changed it
+            if (std::ranges::any_of(rows, [&](const message_record& r) { return r.id == row->id; })) continue;
+            rows.push_back(std::move(*row));
+            ++taken;
+        }
+        std::ranges::sort(rows, [](const message_record& a, const message_record& b) { return std::pair(*a.number, a.id) < std::pair(*b.number, b.id); });
+        if (rows.size() > limit) rows.resize(limit);
+        return rows;
+    });
+}
+
+void store::transaction::skip_numbers(instance_id instance, std::int64_t through) {
+    run("instance.skip_numbers", [&](store& s, detail::tx_state& tx, lock_guard& lock) {
+        s.lock_instance_row(lock, tx, instance, "instance.skip_numbers");
+        tx.writes.skips.emplace_back(instance, through);
+    });
+}
+
 message_id store::transaction::insert_message(message_record row) {
     return run("message.insert", [&](store& s, detail::tx_state& tx, lock_guard&) { return s.insert_own(tx, std::move(row)); });
 }
@@ -195,7 +242,7 @@ stored_as store::transaction::store_message(message_record row) {
             for (const auto& r : rows)
                 if (r.state == message_state::waiting) s.update_own(lock, tx, r.id, row.state, row.state_changed_at);
         } else {
-            s.update_own(lock, tx, rows.back().id, row.state, row.state_changed_at, std::move(row.payload));
+            s.update_own(lock, tx, rows.back().id, row.state, row.state_changed_at, std::move(row.payload), row.number);
         }
         return stored_as::updated;
     });

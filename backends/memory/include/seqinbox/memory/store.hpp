@@ -110,6 +110,7 @@ public:
     std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit,
                                               scan_position& after) const;
     std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after) const;
+    std::vector<instance_id> stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after) const;
     /// Instances locked by a transaction are skipped, as UPDATE ... SKIP LOCKED does.
     std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after);
     std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward);
@@ -199,7 +200,7 @@ private:
     /// a row deleted meanwhile (housekeeping removed its instance while a state step ran beside
     /// a claim transaction that had lost its connection) is left alone, as PostgreSQL does.
     void update_own(lock_guard& lock, detail::tx_state& tx, message_id id, message_state state, timestamp now,
-                    std::optional<envelope> payload = std::nullopt);
+                    std::optional<envelope> payload = std::nullopt, std::optional<std::int64_t> number = std::nullopt);
     /// Releases the locks taken after `kept` (a savepoint's locks, or none at all).
     void release_locks(detail::held_locks& locks, const detail::held_locks& kept);
 
@@ -324,6 +325,9 @@ public:
     types_by_state message_types(instance_id instance);
     std::vector<message_record> waiting_messages(instance_id instance, std::span<const std::string> types);
     std::size_t count_waiting(instance_id instance, std::size_t up_to);
+    std::optional<std::int64_t> last_released_number(instance_id instance);
+    std::vector<message_record> waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit);
+    void skip_numbers(instance_id instance, std::int64_t through);
 
     /// Test support, not the store contract: inserts `row` as it is and returns its id.
     message_id insert_message(message_record row);

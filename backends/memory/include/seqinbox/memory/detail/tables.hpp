@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -95,6 +96,7 @@ struct stored_message {
     timestamp created_at{};
     timestamp state_changed_at{};
     std::shared_ptr<const envelope> payload;
+    std::optional<std::int64_t> number;  // numbered sequences only
     keyed_slot* slot = nullptr;  // its key's (which lists it)
     bool exists = false;  // false: never committed, or removed by a cascade
 
@@ -102,12 +104,13 @@ struct stored_message {
     stored_message(message_record&& row, keyed_slot* key_slot)
         : instance(row.instance), type(std::move(row.type)), idempotence_id(std::move(row.idempotence_id)),
           state(row.state), created_at(row.created_at), state_changed_at(row.state_changed_at),
-          payload(row.payload ? std::make_shared<const envelope>(std::move(*row.payload)) : nullptr), slot(key_slot),
+          payload(row.payload ? std::make_shared<const envelope>(std::move(*row.payload)) : nullptr), number(row.number), slot(key_slot),
           exists(true) {}
 
     message_record record(message_id id) const {
         message_record r{id, instance, type, idempotence_id, state, created_at, state_changed_at, std::nullopt};
         if (payload) r.payload = *payload;
+        r.number = number;
         return r;
     }
 };
@@ -147,6 +150,11 @@ struct instance_row {
     by_type<type_rows> types;                // committed rows per type, in one place: one cache line to read
     small_list<message_id, 4> messages;      // every message row, for the cascade
     small_list<keyed_slot*, 4> claims;       // slots claimed for it, for the cascade
+    // Numbered sequences: committed PROCESSED rows per number, WAITING rows by number, the
+    // number its gaps were skipped through.
+    std::map<std::int64_t, int> processed_numbers;
+    std::set<std::pair<std::int64_t, message_id>> waiting_numbers;
+    std::optional<std::int64_t> skipped_through;
 };
 
 /// The hash of an instance's (sequence, context id), for the store's index of them.
@@ -250,6 +258,8 @@ public:
 
     iterator begin() const { return {&rows_, 0}; }
     iterator end() const { return {&rows_, rows_.size()}; }
+    /// The first row whose id is above `id`.
+    iterator after(instance_id id) const { return {&rows_, std::min(rows_.size(), static_cast<std::size_t>(std::max<instance_id>(id, 0)))}; }
     iterator find(instance_id id) const {
         const auto at = static_cast<std::size_t>(id - 1);
         return id > 0 && at < rows_.size() && rows_[at] ? iterator(&rows_, at) : end();
@@ -293,6 +303,7 @@ private:
 struct overlay {
     std::vector<message_record> messages;  // inserted or updated
     std::vector<std::pair<instance_id, timestamp>> closings;  // instances closed, and when
+    std::vector<std::pair<instance_id, std::int64_t>> skips;  // skip_numbers calls
     std::vector<std::pair<std::string, std::string>> kv;
     std::vector<std::pair<instance_id, pending_actions>> cleared_actions;  // clear_actions calls: what was read
 };
