@@ -51,6 +51,7 @@
 #include "seqinbox/detail/catalog.hpp"
 #include "seqinbox/detail/escaped_text.hpp"
 #include "seqinbox/detail/locked_instance.hpp"
+#include "seqinbox/detail/numbered_instance.hpp"
 #include "seqinbox/detail/release_plan.hpp"
 #include "seqinbox/detail/twin_rows.hpp"
 #include "seqinbox/envelope.hpp"
@@ -311,6 +312,7 @@ private:
         std::string idempotence_id;
         std::string context_id;
         bool direct = false;  ///< not sequenced: its listener runs without claim or row (step 2)
+        std::optional<std::int64_t> number{};  ///< in a numbered sequence (detail/inbox_numbered.hpp)
         claim_key key() const { return {type->qualified, idempotence_id}; }
     };
 
@@ -367,7 +369,11 @@ private:
             if (failed_meanwhile(t1, d.key(), existing)) forget(s, t1, d.key());  // keep the FAILED message retryable
             return skipped(d, result, "already handled");
         }
-        if (waits(d, locked, now)) {
+        const bool numbered = d.number && !recording(*d.type->sequence, now);
+        const numbering_rules& rules = d.type->sequence->numbering;
+        if (numbered)
+            if (const char* why = detail::number_duplicate(t1, locked, rules, *d.number)) return skipped(d, result, why);
+        if (numbered ? detail::waits_for_number(t1, locked, rules, *d.number) : waits(d, locked, now)) {
             if (overflowed(s, locked, d, result)) return result;
             if (auto problem = buffer(s, locked, d, existing, now); !problem.empty()) {
                 fail(s, instance, d, {"the store cannot buffer the record: " + problem, failure_kind::unstorable_key});
@@ -427,6 +433,7 @@ private:
         row.created_at = now;
         row.state_changed_at = now;
         if (keep_payload) row.payload = d.record;
+        row.number = d.number;
         return row;
     }
 
@@ -456,6 +463,7 @@ private:
     std::variant<delivery_result, delivery> classify(const envelope& record, batch_effects* batch);
     static std::string unstorable(const delivery& d);
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified);
+    static std::string no_number_reason(const entry& type, std::optional<std::int64_t> number);  // detail/inbox_classify.hpp
     delivery_result reject(batch_effects* batch, const envelope& record, rejection why, std::string reason, std::string type,
                            std::string idempotence_id, std::optional<failure_kind> kind = std::nullopt);
     static constexpr failure_kind kind_of(rejection why) noexcept;
@@ -485,6 +493,10 @@ private:
     bool overflowed(scope& s, locked_instance& locked, const delivery& d, delivery_result& result);
     static std::string overflow_reason(const locked_instance& locked, const delivery& d, std::size_t limit);
     void dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id, const std::string& reason);
+
+    // ---- numbered sequences: the release pass (detail/inbox_numbered.hpp, detail/numbered_instance.hpp) ----
+    void release_numbered(scope& s, locked_instance& locked, const numbering_rules& rules, const std::string& context_id, delivery_result& result);
+    const numbering_rules* numbering_of(const std::string& sequence) const;
 
     // ---- listeners: propagation, savepoints, what a failure means (detail/inbox_listeners.hpp) ----
     void invoke_direct(scope& s, const delivery& d);
@@ -581,6 +593,7 @@ private:
 #include "seqinbox/detail/inbox_classify.hpp"
 #include "seqinbox/detail/inbox_steps.hpp"
 #include "seqinbox/detail/inbox_overflow.hpp"
+#include "seqinbox/detail/inbox_numbered.hpp"
 #include "seqinbox/detail/inbox_listeners.hpp"
 #include "seqinbox/detail/inbox_release.hpp"
 #include "seqinbox/detail/inbox_batch.hpp"

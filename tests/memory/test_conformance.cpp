@@ -12,6 +12,7 @@ using backends = boost::mpl::list<seqinbox::conformance::memory_backend>;
 #include "conformance/batch_behaviour.hpp"
 #include "conformance/buffer_behaviour.hpp"
 #include "conformance/numbered_store_behaviour.hpp"
+#include "conformance/numbered_behaviour.hpp"
 #include "conformance/view_behaviour.hpp"
 #include "conformance/housekeeping_behaviour.hpp"
 #include "conformance/action_behaviour.hpp"

@@ -1,7 +1,10 @@
 #pragma once
 // The order sequence that `seqinbox demo` plays and the tests exercise: declared here once, so
 // that the demo's verification and the tests check the same declaration.
+#include <charconv>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -39,6 +42,36 @@ declarations<Message> order_declarations() {
     seq.messages = {declare("OrderCreated"), declare("OrderValidated", after("OrderCreated")),
                     declare("OrderPrepared", after("OrderCreated")), declare("OrderExpedited", after("OrderCreated")),
                     declare("OrderShipped", all_of({after("OrderValidated"), any_of({after("OrderPrepared"), after("OrderExpedited")})}))};
+    declarations<Message> d;
+    d.sequences.push_back(std::move(seq));
+    return d;
+}
+
+/// The sequence number in header `name`: its whole text as a decimal number; else none.
+template <class Message>
+sequence_number_extractor<Message> header_number(std::string name) {
+    return [name = std::move(name)](const Message&, const envelope& e) -> std::optional<std::int64_t> {
+        const auto text = e.find_header(name);
+        std::int64_t n = 0;
+        if (!text || text->empty()) return std::nullopt;
+        const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+        if (ec != std::errc{} || end != text->data() + text->size()) return std::nullopt;
+        return n;
+    };
+}
+
+/// LedgerSequence, retained 24 hours, numbered by the header `seq` from 1: types LedgerEntry and
+/// LedgerCorrection share the numbers of a context (the record key).
+template <class Message>
+declarations<Message> ledger_declarations() {
+    sequence_declaration<Message> seq;
+    seq.name = "LedgerSequence";
+    seq.retention = std::chrono::hours(24);
+    for (const char* type : {"LedgerEntry", "LedgerCorrection"}) {
+        auto m = keyed_message<Message>(type);
+        m.sequence_number = header_number<Message>("seq");
+        seq.messages.push_back(std::move(m));
+    }
     declarations<Message> d;
     d.sequences.push_back(std::move(seq));
     return d;

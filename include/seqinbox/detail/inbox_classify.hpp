@@ -2,6 +2,7 @@
 // basic_inbox, steps 1 and 2 of docs/processing.md: a delivery classified (decoded, its qualified
 // type resolved, filtered, its context id extracted) and rejected, or run unsequenced.
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,11 +29,13 @@ auto basic_inbox<Store, Source, ErrorSink, Policies>::classify(const envelope& r
     const entry* type = nullptr;
     bool filtered_out = false;
     std::optional<std::string> context_id;
+    std::optional<std::int64_t> number;
     try {
         if (const auto* resolver = catalog_.resolver(m.type)) qualified = qualify(m.type, resolver->resolve(m.message, record));
         type = catalog_.find(qualified);
         filtered_out = type != nullptr && type->declaration->filter && !type->declaration->filter(m.message, record);
         if (type != nullptr && !filtered_out) context_id = type->declaration->context_id(m.message, record);
+        if (type != nullptr && !filtered_out && type->declaration->sequence_number) number = type->declaration->sequence_number(m.message, record);
     } catch (...) {
         return reject(batch, record, rejection::unclassifiable, "cannot classify message: " + current_exception_text(), qualified,
                       m.idempotence_id);
@@ -45,6 +48,9 @@ auto basic_inbox<Store, Source, ErrorSink, Policies>::classify(const envelope& r
     if (d.direct) return d;
     if (!context_id || context_id->empty()) return reject_without_context_id(batch, d);
     d.context_id = std::move(*context_id);
+    if (d.type->declaration->sequence_number && (!number || *number < 0))
+        return reject(batch, record, rejection::unclassifiable, no_number_reason(*d.type, number), qualified, d.idempotence_id);
+    d.number = number;
     if (auto problem = unstorable(d); !problem.empty())
         return reject(batch, record, rejection::unstorable, problem, qualified, d.idempotence_id);
     return d;
@@ -69,6 +75,12 @@ template <class Store, class Source, class ErrorSink, class Policies>
 std::string basic_inbox<Store, Source, ErrorSink, Policies>::unstorable(const delivery& d) {
     return first_problem({claim_key_problem(d.type->qualified, d.idempotence_id), key_problem("context id", d.context_id),
                           record_problem(d.record)});
+}
+
+template <class Store, class Source, class ErrorSink, class Policies>
+std::string basic_inbox<Store, Source, ErrorSink, Policies>::no_number_reason(const entry& type, std::optional<std::int64_t> number) {
+    const std::string what = number ? "returned the negative number " + std::to_string(*number) : std::string("returned none");
+    return "no sequence number: the extractor of message type '" + detail::printable(type.qualified) + "' " + what;
 }
 
 template <class Store, class Source, class ErrorSink, class Policies>

@@ -29,6 +29,7 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::heal_locked(scope& s, lock
                                                                   const std::vector<std::string>& sequence_types, delivery_result& result) {
     transaction& t1 = s.t1;
     release_all_waiting(s, locked, context_id, result);
+    if (numbering_of(locked.row.sequence) != nullptr) return;  // numbered: never closed by completion
     if (locked.row.state == instance_state::open && locked.processed.contains_all(sequence_types)) close(t1, locked, context_id);
 }
 
@@ -36,6 +37,7 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::heal_locked(scope& s, lock
 template <class Store, class Source, class ErrorSink, class Policies>
 void basic_inbox<Store, Source, ErrorSink, Policies>::release_all_waiting(scope& s, locked_instance& locked, const std::string& context_id,
                                                                           delivery_result& result) {
+    if (const numbering_rules* rules = numbering_of(locked.row.sequence)) return release_numbered(s, locked, *rules, context_id, result);
     transaction& t1 = s.t1;
     const bool unstored = std::ranges::any_of(locked.unstored, [](const unstored_row& u) { return !u.settled; });
     if (locked.waiting.empty() && !unstored) return;

@@ -184,6 +184,10 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::after_processed(scope& s, 
                                                                       const std::string& type, delivery_result& result) {
     transaction& t1 = s.t1;
     locked.processed.insert(type);
+    if (d.number) {  // numbered: released in number order, never closed by completion
+        detail::note_released(t1, locked, d.type->sequence->numbering, *d.number);
+        return release_numbered(s, locked, d.type->sequence->numbering, d.context_id, result);
+    }
     if (!catalog_.find(type)->dependents.empty()) release(s, d, locked, type, result);
     if (locked.row.state == instance_state::open && locked.processed.contains_all(*d.type->sequence_types)) {
         // Every condition holds now: a message still WAITING (its release pass died with its

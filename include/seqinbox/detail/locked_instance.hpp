@@ -3,6 +3,7 @@
 // delivery's T1 holds one; a batch, every instance it locked), with the rows a batch buffered.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,8 @@ struct locked_instance {
     std::vector<unstored_row> unstored;  ///< a batch's only
     read_ahead_rows read_ahead;  ///< a batch's only
     std::optional<std::size_t> stored_waiting{};  ///< counted once per lock, again after a release settled a stored row
+    std::optional<std::int64_t> last_number{};  ///< numbered sequences: the highest number released, once read
+    bool last_number_read = false;
 
     bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
 
