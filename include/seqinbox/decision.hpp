@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "seqinbox/declare/buffer_limit.hpp"
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/outcome.hpp"
 #include "seqinbox/store/model.hpp"
 
@@ -23,6 +24,7 @@ enum class decision_kind {
     expired,         ///< an operator expired a WAITING message: PROCESSED without running its listener
     closed,          ///< every declared type of `instance` is processed: the instance is CLOSED
     overflowed,      ///< a message had to wait in `instance` of `sequence`, whose buffer was full: `overflow` applies
+    gap_timed_out,   ///< numbers missing in `instance` of `sequence` (`reason` names them) past the gap timeout: `gap` applies
 };
 
 constexpr std::string_view to_string(decision_kind k) noexcept {
@@ -38,6 +40,7 @@ constexpr std::string_view to_string(decision_kind k) noexcept {
     case decision_kind::expired: return "expired";
     case decision_kind::closed: return "closed";
     case decision_kind::overflowed: return "overflowed";
+    case decision_kind::gap_timed_out: return "gap_timed_out";
     }
     return "?";
 }
@@ -54,9 +57,10 @@ struct decision {
     std::string_view reason;                     ///< duplicate, failed, release_failed, rejected
     seqinbox::rejection rejection = rejection::none;  ///< rejected: why
     outcome result = outcome::not_sequenced;     ///< not_sequenced: the delivery's outcome
-    instance_id instance = 0;                    ///< closed, overflowed: the instance
-    std::string_view sequence;                   ///< overflowed: the instance's sequence
+    instance_id instance = 0;                    ///< closed, overflowed, gap_timed_out: the instance
+    std::string_view sequence;                   ///< overflowed, gap_timed_out: the instance's sequence
     overflow_policy overflow = overflow_policy::dead_letter_newest;  ///< overflowed: the policy applied
+    gap_policy gap = gap_policy::hold;           ///< gap_timed_out: the policy applied
     std::chrono::nanoseconds waited{};           ///< released: since the message was stored WAITING
 };
 

@@ -22,13 +22,14 @@ enum class failure_kind {
     removed_by_housekeeping,  ///< still WAITING when housekeeping removed its instance
     publish_failed,           ///< the listener could not pass the message on (the relay's publication)
     buffer_overflow,          ///< it had to wait and its instance's buffer was full (a dead-letter overflow policy)
+    gap_timeout,              ///< it waited behind a missing number longer than its sequence's gap timeout (gap policy dead-letter)
 };
 
 inline constexpr std::array all_failure_kinds{
     failure_kind::listener_failed, failure_kind::undecodable,   failure_kind::undecodable_on_replay,
     failure_kind::unknown_type,    failure_kind::bad_subtype,   failure_kind::unclassifiable, failure_kind::no_context_id,
     failure_kind::unstorable_key,  failure_kind::removed_by_housekeeping, failure_kind::publish_failed,
-    failure_kind::buffer_overflow,
+    failure_kind::buffer_overflow, failure_kind::gap_timeout,
 };
 
 constexpr std::string_view to_string(failure_kind k) noexcept {
@@ -44,6 +45,7 @@ constexpr std::string_view to_string(failure_kind k) noexcept {
     case failure_kind::removed_by_housekeeping: return "removed_by_housekeeping";
     case failure_kind::publish_failed: return "publish_failed";
     case failure_kind::buffer_overflow: return "buffer_overflow";
+    case failure_kind::gap_timeout: return "gap_timeout";
     }
     return "unknown";
 }

@@ -74,6 +74,7 @@
 #include "seqinbox/source/concept.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/storable_text.hpp"
 
 namespace seqinbox {
@@ -241,17 +242,14 @@ public:
     /// each in one transaction under its instance lock, then a release pass and closing where
     /// complete. Returns how many actions ran. Several service instances may run it at once.
     std::size_t run_pending_actions(std::size_t page_size = 100, std::size_t pages = 10)
-        requires action_store<Store>
-    {
-        ensure_ready();
-        std::size_t executed = 0;
-        for (std::size_t page = 0; page < pages; ++page) {
-            const auto ids = store_->instances_with_pending_actions(page_size);
-            if (ids.empty()) break;
-            for (instance_id id : ids) executed += act_on(id);
-        }
-        return executed;
-    }
+        requires action_store<Store>;
+
+    /// Gap timeouts of numbered sequences (README, "Numbered sequences"): in up to `pages` pages of
+    /// `page_size` instances per sequence, each whose first WAITING message after a missing number
+    /// waited past the gap timeout gets the gap policy under its lock. Returns how many gaps timed
+    /// out. Several service instances may run it at once. Defined in detail/inbox_gaps.hpp.
+    std::size_t run_gap_timeouts(std::size_t page_size = 100, std::size_t pages = 10)
+        requires housekeeping_store<Store>;
 
     Store& store() noexcept { return *store_; }
     Metrics& metrics() noexcept { return metrics_; }
@@ -463,7 +461,7 @@ private:
     std::variant<delivery_result, delivery> classify(const envelope& record, batch_effects* batch);
     static std::string unstorable(const delivery& d);
     static std::string unknown_type_reason(const std::string& type, const std::string& qualified);
-    static std::string no_number_reason(const entry& type, std::optional<std::int64_t> number);  // detail/inbox_classify.hpp
+    static std::string no_number_reason(const entry& type, std::optional<std::int64_t> number);
     delivery_result reject(batch_effects* batch, const envelope& record, rejection why, std::string reason, std::string type,
                            std::string idempotence_id, std::optional<failure_kind> kind = std::nullopt);
     static constexpr failure_kind kind_of(rejection why) noexcept;
@@ -492,11 +490,14 @@ private:
     // ---- bounded buffers: the overflow policies (detail/inbox_overflow.hpp) ----
     bool overflowed(scope& s, locked_instance& locked, const delivery& d, delivery_result& result);
     static std::string overflow_reason(const locked_instance& locked, const delivery& d, std::size_t limit);
-    void dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id, const std::string& reason);
+    std::optional<std::int64_t> dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id,
+                                                    const std::string& reason, failure_kind kind);
 
-    // ---- numbered sequences: the release pass (detail/inbox_numbered.hpp, detail/numbered_instance.hpp) ----
+    // ---- numbered sequences: releases, gap timeouts (detail/inbox_numbered.hpp, numbered_instance.hpp, inbox_gaps.hpp) ----
     void release_numbered(scope& s, locked_instance& locked, const numbering_rules& rules, const std::string& context_id, delivery_result& result);
     const numbering_rules* numbering_of(const std::string& sequence) const;
+    bool resolve_gap(instance_id id, const sequence_declaration<message_type>& seq, timestamp now);
+    void apply_gap_policy(scope& s, locked_instance& locked, const sequence_declaration<message_type>& seq, std::int64_t first_waiting);
 
     // ---- listeners: propagation, savepoints, what a failure means (detail/inbox_listeners.hpp) ----
     void invoke_direct(scope& s, const delivery& d);
@@ -594,6 +595,7 @@ private:
 #include "seqinbox/detail/inbox_steps.hpp"
 #include "seqinbox/detail/inbox_overflow.hpp"
 #include "seqinbox/detail/inbox_numbered.hpp"
+#include "seqinbox/detail/inbox_gaps.hpp"
 #include "seqinbox/detail/inbox_listeners.hpp"
 #include "seqinbox/detail/inbox_release.hpp"
 #include "seqinbox/detail/inbox_batch.hpp"

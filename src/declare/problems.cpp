@@ -154,6 +154,61 @@ void check_sequence_basics(problem_list& out) {
     }
 }
 
+// ---- per sequence: numbering (numbering.hpp) ----
+
+std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + "s"; }
+
+/// The numbering settings that differ from the defaults, e.g. "first number 5, gap policy 'skip'".
+std::string changed_settings(const numbering_rules& rules) {
+    const numbering_rules defaults;
+    std::string text;
+    const auto add = [&](const std::string& setting) { text += (text.empty() ? "" : ", ") + setting; };
+    if (rules.first_number != defaults.first_number)
+        add("first number " + (rules.first_number ? std::to_string(*rules.first_number) : std::string("first seen")));
+    if (rules.gap_timeout) add("gap timeout " + seconds_text(*rules.gap_timeout));
+    if (rules.on_gap != defaults.on_gap) add("gap policy " + quote(to_string(rules.on_gap)));
+    return text;
+}
+
+void check_numbering_values(problem_list& out, std::size_t s) {
+    const auto& rules = out.shape().sequences[s].numbering;
+    if (rules.first_number && *rules.first_number < 0)
+        out.add_for_sequence(s, "first number must not be negative, got " + std::to_string(*rules.first_number));
+    if (rules.gap_timeout && *rules.gap_timeout <= std::chrono::seconds::zero())
+        out.add_for_sequence(s, "gap timeout must be positive, got " + seconds_text(*rules.gap_timeout));
+    if (rules.gap_timeout && *rules.gap_timeout > max_retention)
+        out.add_for_sequence(s, "gap timeout is longer than ten years (the most), got " + seconds_text(*rules.gap_timeout));
+    if (!rules.gap_timeout && rules.on_gap != gap_policy::hold)
+        out.add_for_sequence(s, "gap policy " + quote(to_string(rules.on_gap)) +
+                                    " never applies without a gap timeout; set a gap timeout or keep the policy 'hold'");
+}
+
+/// Every type of a sequence declares a number or none does (the first decides, see
+/// sequence_declaration::numbered); a numbered type has no release condition; numbering settings
+/// on a sequence without numbers mean a forgotten sequence number.
+void check_numbered_types(problem_list& out, std::size_t s) {
+    const auto& seq = out.shape().sequences[s];
+    if (seq.messages.empty()) return;  // reported already
+    std::vector<std::string> with, without;
+    std::optional<std::size_t> first_deviation;
+    for (std::size_t m = 0; m < seq.messages.size(); ++m) {
+        const auto& msg = seq.messages[m];
+        if (msg.has_sequence_number != seq.messages.front().has_sequence_number && !first_deviation) first_deviation = m;
+        if (msg.type.empty()) continue;  // reported already
+        (msg.has_sequence_number ? with : without).push_back(msg.qualified_type());
+        if (msg.has_sequence_number && !msg.release.is_always())
+            out.add_for_message({s, m}, "declares a release condition (" + describe(msg.release) +
+                                            ") and a sequence number; in a numbered sequence the numbers decide the order");
+    }
+    if (first_deviation && !with.empty() && !without.empty())
+        out.add(out.sequence_label(s) + ": a sequence number is declared by " + quoted_list(with) + " but not by " +
+                    quoted_list(without) + "; declare one on every type of the sequence or on none",
+                s, *first_deviation);
+    if (const auto changed = changed_settings(seq.numbering); with.empty() && !changed.empty())
+        out.add_for_sequence(s, "numbering is set (" + changed + ") but no type declares a sequence number; "
+                                "declare one on every type, or leave the numbering at its defaults");
+}
+
 // ---- per message: the release condition's structure and predecessors ----
 
 /// Structural problems of each node (empty, single child, duplicate direct predecessors), and
@@ -465,6 +520,10 @@ std::vector<declaration_problem> find_problems(const declarations_shape& shape) 
     problem_list out(shape);
     const declaration_index index(shape);
     check_sequence_basics(out);
+    for (std::size_t s = 0; s < shape.sequences.size(); ++s) {
+        check_numbering_values(out, s);
+        check_numbered_types(out, s);
+    }
     check_conditions(out, index);
     for (std::size_t s = 0; s < shape.sequences.size(); ++s) check_releasability(out, s);
     check_duplicate_types(out);

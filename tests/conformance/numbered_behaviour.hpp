@@ -36,6 +36,24 @@ inline declarations<message> ledger_from(std::optional<std::int64_t> first) {
     return decls;
 }
 
+/// The ledger declarations with a gap timeout of a minute and `policy`.
+inline declarations<message> ledger_with_gap(gap_policy policy) {
+    auto decls = ledger();
+    decls.sequences.front().numbering.gap_timeout = std::chrono::minutes(1);
+    decls.sequences.front().numbering.on_gap = policy;
+    return decls;
+}
+
+/// The error-sink records of kind gap_timeout, as "Type/id".
+template <class B>
+strings gap_timeouts_in_sink(B& b) {
+    strings keys;
+    for (const auto& f : b.error_sink.records())
+        if (f.kind == failure_kind::gap_timeout) keys.push_back(f.qualified_type + "/" + f.idempotence_id);
+    std::ranges::sort(keys);
+    return keys;
+}
+
 /// Scripts for the batch differential: gaps filled late, duplicates of numbers, failures.
 inline std::vector<delivery_script> numbered_scripts() {
     delivery_script gaps{"numbered, gaps filled late", {}, {}, ledger()};
@@ -241,6 +259,73 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(concurrent_inboxes_release_each_number_once_and_in
         BOOST_TEST(conf::join(by_context[context]) == conf::join(expected), context);
     }
     BOOST_TEST(b.source.acknowledged().size() == records.size());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_timed_out_gap_is_skipped_under_skip, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger_with_gap(si::gap_policy::skip));
+    h.deliver(conf::entry("e1", "a", 1));
+    h.deliver(conf::entry("e4", "a", 4));
+    b.clock.advance(std::chrono::seconds(30));
+    h.deliver(conf::entry("e5", "a", 5));
+    h.deliver(conf::entry("b3", "b", 3));  // b expects 1: its gap is younger
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 0u, "not timed out yet");
+    b.clock.advance(std::chrono::seconds(31));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u, "a's gap (2 and 3) timed out; b's not yet");
+    expect_calls(h.log, {"LedgerEntry/e1", "LedgerEntry/e4 (replayed)", "LedgerEntry/e5 (replayed)"});
+    expect_rows(b, "LedgerEntry", "b3", {"WAITING"});
+    expect_outcome(h.deliver(conf::entry("e3", "a", 3)), outcome::duplicate);  // skipped numbers arriving late
+    expect_outcome(h.deliver(conf::entry("e6", "a", 6)), outcome::processed);
+    BOOST_TEST(b.error_sink.records().empty());
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 0u, "nothing left to time out in a");
+    b.clock.advance(std::chrono::minutes(1));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u, "b's gap now");
+    expect_rows(b, "LedgerEntry", "b3", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_timed_out_gap_dead_letters_the_waiting_messages_under_dead_letter, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger_with_gap(si::gap_policy::dead_letter));
+    h.deliver(conf::entry("e1", "a", 1));
+    h.deliver(conf::entry("e3", "a", 3));
+    h.deliver(conf::numbered("LedgerCorrection", "c5", "a", "5"));
+    b.clock.advance(std::chrono::minutes(2));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u);
+    BOOST_TEST(conf::join(conf::gap_timeouts_in_sink(b)) == "[LedgerCorrection/c5, LedgerEntry/e3]");
+    expect_rows(b, "LedgerEntry", "e3", {"FAILED"});
+    BOOST_TEST(!b.has_claim({"LedgerEntry", "e3"}), "a resend retries it");
+    const auto reason = b.error_sink.records().front().reason;
+    BOOST_TEST(reason.find("number 2 missing") != std::string::npos, reason);
+    expect_outcome(h.deliver(conf::entry("e6", "a", 6)), outcome::processed);  // the context goes on after them
+    expect_calls(h.log, {"LedgerEntry/e1", "LedgerEntry/e6"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_held_gap_waits_until_its_numbers_are_skipped, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger_with_gap(si::gap_policy::hold));
+    h.deliver(conf::entry("e3", "a", 3));
+    b.clock.advance(std::chrono::minutes(2));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u, "reported");
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u, "at every run while held");
+    expect_rows(b, "LedgerEntry", "e3", {"WAITING"});
+    BOOST_TEST(b.error_sink.records().empty());
+    // An operator's skip of the gap: the numbers given up; the next run releases what follows.
+    const auto instance = b.find_instance("LedgerSequence", "a")->id;
+    auto tx = b.store.begin();
+    tx.lock_instance(instance);
+    tx.skip_numbers(instance, 2);
+    tx.commit();
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 0u);
+    expect_rows(b, "LedgerEntry", "e3", {"PROCESSED"});
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(without_a_gap_timeout_a_gap_waits, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger());
+    h.deliver(conf::entry("e3", "a", 3));
+    b.clock.advance(std::chrono::hours(20));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 0u);
+    expect_rows(b, "LedgerEntry", "e3", {"WAITING"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

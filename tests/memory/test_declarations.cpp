@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,12 @@ message_decl msg(std::string_view qualified, si::condition release = {}) {
     if (dot != std::string_view::npos) m.subtype = std::string(qualified.substr(dot + 1));
     m.context_id = [](const message& body, const si::envelope&) { return std::optional<std::string>(body); };
     m.release = std::move(release);
+    return m;
+}
+
+/// `m` with a sequence number (its payload's length): a type of a numbered sequence.
+message_decl numbered(message_decl m) {
+    m.sequence_number = [](const message& body, const si::envelope&) { return std::optional<std::int64_t>(body.size()); };
     return m;
 }
 
@@ -233,6 +240,88 @@ BOOST_AUTO_TEST_CASE(rejects_type_declared_in_two_sequences) {
     d.sequences.push_back(seq("S1", {msg("A"), msg("B")}));
     d.sequences.push_back(seq("S2", {msg("B")}));
     expect_problem(d, {"sequence 'S2': type 'B': already declared in sequence 'S1' messages[1]"}, 1, 0);
+}
+
+// ---- numbered sequences ----
+
+BOOST_AUTO_TEST_CASE(accepts_numbered_sequences_with_their_settings) {
+    auto s = seq("S", {numbered(msg("A")), numbered(msg("B"))});
+    BOOST_TEST(s.numbered());
+    expect_valid(one(s));
+    s.numbering = {std::nullopt, 60s, si::gap_policy::skip};
+    expect_valid(one(s));
+    s.numbering = {0, si::max_retention, si::gap_policy::dead_letter};
+    expect_valid(one(s));
+    s.numbering = {7, std::nullopt, si::gap_policy::hold};
+    expect_valid(one(s));
+}
+
+BOOST_AUTO_TEST_CASE(rejects_a_sequence_whose_types_mix_with_and_without_a_number) {
+    expect_problem(one(seq("S", {numbered(msg("A")), msg("B"), numbered(msg("C"))})),
+                   {"sequence 'S': a sequence number is declared by 'A', 'C' but not by 'B'; "
+                    "declare one on every type of the sequence or on none"},
+                   0, 1);
+    // The first type decides whether the sequence is numbered: the first that differs is located.
+    expect_problem(one(seq("S", {msg("A"), msg("B"), numbered(msg("C"))})),
+                   {"sequence 'S': a sequence number is declared by 'C' but not by 'A', 'B'"}, 0, 2);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_a_release_condition_on_a_type_of_a_numbered_sequence) {
+    expect_problem(one(seq("S", {numbered(msg("A")), numbered(msg("B", after("A")))})),
+                   {"sequence 'S': type 'B': declares a release condition (after A) and a sequence number; "
+                    "in a numbered sequence the numbers decide the order"},
+                   0, 1);
+}
+
+// Numbered instances never close by completion: another sequence cannot wait for their types
+// (predecessors belong to the waiting type's own sequence, which refuses it already).
+BOOST_AUTO_TEST_CASE(rejects_a_predecessor_that_is_a_type_of_a_numbered_sequence) {
+    decls_t d;
+    d.sequences.push_back(seq("N", {numbered(msg("A"))}));
+    d.sequences.push_back(seq("S", {msg("B", after("A"))}));
+    expect_problem(d, {"sequence 'S': type 'B': predecessor 'A' is not declared in this sequence (it belongs to sequence 'N'"}, 1, 0);
+    expect_problem(one(seq("S", {numbered(msg("A")), msg("B", after("A"))})),
+                   {"sequence 'S': a sequence number is declared by 'A' but not by 'B'"}, 0, 1);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_a_negative_first_number) {
+    auto s = seq("S", {numbered(msg("A"))});
+    s.numbering.first_number = -1;
+    expect_problem(one(s), {"sequence 'S': first number must not be negative, got -1"}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_a_gap_timeout_that_is_not_positive_or_longer_than_ten_years) {
+    auto s = seq("S", {numbered(msg("A"))});
+    s.numbering.gap_timeout = 0s;
+    expect_problem(one(s), {"sequence 'S': gap timeout must be positive, got 0s"}, 0);
+    s.numbering.gap_timeout = -30s;
+    expect_problem(one(s), {"sequence 'S': gap timeout must be positive, got -30s"}, 0);
+    s.numbering.gap_timeout = si::max_retention + 1s;
+    expect_problem(one(s), {"sequence 'S': gap timeout is longer than ten years (the most), got " +
+                            std::to_string(si::max_retention.count() + 1) + "s"},
+                   0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_a_gap_policy_without_a_gap_timeout) {
+    auto s = seq("S", {numbered(msg("A"))});
+    s.numbering.on_gap = si::gap_policy::skip;
+    expect_problem(one(s), {"sequence 'S': gap policy 'skip' never applies without a gap timeout; "
+                            "set a gap timeout or keep the policy 'hold'"},
+                   0);
+    s.numbering.on_gap = si::gap_policy::dead_letter;
+    expect_problem(one(s), {"sequence 'S': gap policy 'dead-letter' never applies without a gap timeout"}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_numbering_settings_on_a_sequence_without_numbers) {
+    auto s = seq("S", {msg("A"), msg("B", after("A"))});
+    s.numbering.first_number = 5;
+    expect_problem(one(s), {"sequence 'S': numbering is set (first number 5) but no type declares a sequence number; "
+                            "declare one on every type, or leave the numbering at its defaults"},
+                   0);
+    s.numbering = {std::nullopt, 90s, si::gap_policy::skip};
+    expect_problem(one(s), {"sequence 'S': numbering is set (first number first seen, gap timeout 90s, gap policy 'skip')"}, 0);
+    s.numbering = {};
+    expect_valid(one(s));
 }
 
 // ---- rejected: subtypes, resolvers, topics ----

@@ -73,9 +73,9 @@ run(1 ARGS invalid/not_utf8.yaml ERR "invalid/not_utf8.yaml:2:12: the file is no
 run(0 ARGS --json valid/or_with_harmless_cycle.yaml
   OUT "^\\{\"files\": .\\{\"file\": \"valid/or_with_harmless_cycle.yaml\", \"valid\": true, \"errors\": .., "
       "\"sequences\": .\\{\"name\": \"S\", \"retention\": \"90s\", \"retention_seconds\": 90, "
-      "\"buffer\": \\{\"max_waiting\": 10000, \"declared\": false, \"overflow_policy\": \"dead-letter-newest\"\\}, \"release_order\": .\\{\"type\": \"Start\""
+      "\"buffer\": \\{\"max_waiting\": 10000, \"declared\": false, \"overflow_policy\": \"dead-letter-newest\"\\}, \"numbering\": null, \"release_order\": .\\{\"type\": \"Start\""
       "\\{\"type\": \"X\", \"subtype\": \"\", \"qualified_type\": \"X\", \"release\": \"any_of\\(after Start, after Y\\)\", "
-      "\"context_id_extractor\": \"key\", \"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}, \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
+      "\"context_id_extractor\": \"key\", \"sequence_number_extractor\": null, \"missing_context_id\": \\{\"declared\": null, \"library\": \"handle\", \"relay\": \"dead-letter\"\\}, \"message_filter\": null, \"topic\": \"\", \"cluster\": \"\"\\}"
       "\"assumed\": ..\\}.\\}\n$")
 run(0 ARGS valid/recording_until.yaml
   OUT "sequence OrderSequence \\(retention 24h, recording until 2026-12-01T01:30:00.5\\+01:30, maxWaiting 10000 \\(the default\\), dead-letter-newest, 1 type\\)")
@@ -110,6 +110,32 @@ run(1 ARGS invalid/bad_buffer.yaml
       "invalid/bad_buffer.yaml:18:5: sequence 'U': unknown key 'maxWaitng' \\(did you mean 'maxWaiting'\\?"
       "5 problems found\n$")
 
+# Numbered sequences: extractors, first number, gap timeout and policy in the summary; bad values refused where written.
+run(0 ARGS valid/numbered.yaml
+  OUT "sequence AccountLedger \\(retention 7d, maxWaiting 10000 \\(the default\\), dead-letter-newest, 2 types\\)\n"
+      "  numbered by header:seq, json:/seq, first number 0, gap timeout 10m, policy skip\n"
+      "  1\\. Deposited: by number header:seq; context id key [^\n]*\n  2\\. Withdrawn: by number json:/seq; context id key"
+      "sequence Telemetry \\([^)]*\\)[^\n]*\n  numbered by key, first number first seen, gap timeout none, policy hold\n"
+      "  1\\. Reading: by number key;"
+      "sequence Orders \\([^\n]*\n  1\\. OrderCreated: immediately;"
+  NOT_OUT "sequence Orders[^\n]*\n  numbered")
+run(0 ARGS --json valid/numbered.yaml
+  OUT "\"numbering\": \\{\"extractors\": .\"header:seq\", \"json:/seq\"., \"first_number\": 0, \"gap_timeout\": \"10m\", \"gap_timeout_seconds\": 600, \"gap_policy\": \"skip\"\\}"
+      "\"release\": \"by number header:seq\", \"context_id_extractor\": \"key\", \"sequence_number_extractor\": \"header:seq\""
+      "\"numbering\": \\{\"extractors\": .\"key\"., \"first_number\": null, \"gap_timeout\": null, \"gap_timeout_seconds\": null, \"gap_policy\": \"hold\"\\}"
+      "\"name\": \"Orders\", \"retention\": \"24h\", \"retention_seconds\": 86400, \"buffer\": \\{[^}]*\\}, \"numbering\": null")
+run(1 ARGS invalid/bad_numbering.yaml
+  ERR "invalid/bad_numbering.yaml:4:18: sequence 'S': 'firstNumber' must be a whole number from 0 to 9223372036854775807 or first-seen, got '-1'"
+      "invalid/bad_numbering.yaml:5:17: sequence 'S': gap timeout '0s' must be positive, not zero"
+      "invalid/bad_numbering.yaml:6:16: sequence 'S': unknown gapPolicy 'drop'; expected hold, skip or dead-letter"
+      "invalid/bad_numbering.yaml:19:25: unknown sequence number extractor 'nope'"
+      "10 problems found\n$")
+run(1 ARGS --assume-registered invalid/bad_numbering.yaml invalid/numbering_misdeclared.yaml
+  ERR "invalid/bad_numbering.yaml:14:17: sequence 'T': malformed gap timeout '5 minutes'"
+      "invalid/numbering_misdeclared.yaml:8:9: sequence 'Mixed': a sequence number is declared by 'A' but not by 'B'"
+      "invalid/numbering_misdeclared.yaml:22:5: sequence 'Forgotten': numbering is set \\(first number first seen, gap timeout 3600s\\)"
+      "13 problems found\n$")
+
 # Usage errors and unreadable files: exit 2.
 run(2 ERR "seqinbox validate: no FILE given")
 run(2 ARGS --bogus valid/two_sequences.yaml ERR "unknown option '--bogus'")
@@ -121,5 +147,12 @@ file(READ "${README}" readme)
 string(REGEX MATCH "```yaml\n([^`]*)```" _ "${readme}")
 file(WRITE "${WORK_DIR}/readme_example.yaml" "${CMAKE_MATCH_1}")
 run(0 ARGS --assume-registered "${WORK_DIR}/readme_example.yaml" OUT "3\\. OrderShipped: all_of")
+# And so does its numbered sequence's example.
+string(FIND "${readme}" "## Numbered sequences" numbered_at)
+string(SUBSTRING "${readme}" ${numbered_at} -1 numbered_section)
+string(REGEX MATCH "```yaml\n([^`]*)```" _ "${numbered_section}")
+file(WRITE "${WORK_DIR}/readme_numbered.yaml" "${CMAKE_MATCH_1}")
+run(0 ARGS "${WORK_DIR}/readme_numbered.yaml"
+  OUT "  numbered by header:seq, json:/seq, first number 0, gap timeout 10m, policy skip\n  1\\. Deposited: by number header:seq;")
 
 message(STATUS "seqinbox validate: exit codes and output as expected")

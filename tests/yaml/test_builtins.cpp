@@ -1,7 +1,10 @@
-// Built-in extractors (key, header:NAME, json:/pointer) and retention periods.
+// Built-in extractors (key, header:NAME, json:/pointer), sequence numbers, retention periods and gap timeouts.
 #define BOOST_TEST_MODULE yaml_builtins
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -124,4 +127,31 @@ BOOST_AUTO_TEST_CASE(retention_rejections) {
     for (const char* bad : {"", "h", "24", "24x", "24H", "1h30m", "24 h", "P", "PT", "P1H", "PT1D", "PT1M1H", "P1D1W", "P1DT",
                             "p7d ", "1.5h", "P1.5D"})
         BOOST_TEST(!rejection_of(bad).empty(), bad);
+}
+
+BOOST_AUTO_TEST_CASE(sequence_numbers_are_whole_non_negative_decimals_that_fit_an_int64) {
+    using seqinbox::yaml::parse_sequence_number;
+    BOOST_TEST(parse_sequence_number("0").value() == 0);
+    BOOST_TEST(parse_sequence_number("42").value() == 42);
+    BOOST_TEST(parse_sequence_number("007").value() == 7);
+    BOOST_TEST(parse_sequence_number("9223372036854775807").value() == std::numeric_limits<std::int64_t>::max());
+    for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1.0", "1e3", "0x10", "4x", "x", "9223372036854775808",
+                            "99999999999999999999"})
+        BOOST_TEST(!parse_sequence_number(bad).has_value(), bad);
+}
+
+BOOST_AUTO_TEST_CASE(gap_timeouts_take_the_retention_syntax_and_must_be_positive) {
+    const auto seconds = [](std::string_view text) {
+        auto r = seqinbox::yaml::parse_gap_timeout(text);
+        return std::holds_alternative<std::chrono::seconds>(r) ? std::get<std::chrono::seconds>(r).count() : -1;
+    };
+    const auto why = [](std::string_view text) {
+        auto r = seqinbox::yaml::parse_gap_timeout(text);
+        return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string("accepted");
+    };
+    BOOST_TEST(seconds("10m") == 600);
+    BOOST_TEST(seconds("PT1H30M") == 5400);
+    BOOST_TEST(why("0s") == "gap timeout '0s' must be positive, not zero");
+    BOOST_TEST(why("-1m") == "gap timeout '-1m' must be positive (a sign is not allowed)");
+    BOOST_TEST(why("5 minutes").starts_with("malformed gap timeout '5 minutes'; expected e.g. 24h"));
 }

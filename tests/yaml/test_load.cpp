@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "fixture.hpp"
@@ -162,6 +163,61 @@ BOOST_AUTO_TEST_CASE(max_waiting_and_overflow_policy_as_declared_else_the_defaul
     BOOST_TEST(!d.sequences[1].buffer.max_waiting.has_value());
     BOOST_TEST(d.sequences[1].buffer.limit() == seqinbox::default_max_waiting);
     BOOST_TEST((d.sequences[1].buffer.on_overflow == seqinbox::overflow_policy::dead_letter_instance));
+}
+
+BOOST_AUTO_TEST_CASE(numbered_sequences_with_their_numbering_as_declared_else_the_defaults) {
+    const auto d = load("numbered");
+    BOOST_TEST_REQUIRE(d.sequences.size() == 3u);
+    const auto& ledger = d.sequences[0];
+    BOOST_TEST(ledger.numbered());
+    BOOST_TEST((ledger.numbering.first_number == std::optional<std::int64_t>(0)));
+    BOOST_TEST((ledger.numbering.gap_timeout == std::optional<std::chrono::seconds>(10min)));
+    BOOST_TEST((ledger.numbering.on_gap == seqinbox::gap_policy::skip));
+    const auto& telemetry = d.sequences[1];
+    BOOST_TEST(telemetry.numbered());
+    BOOST_TEST(!telemetry.numbering.first_number.has_value(), "first-seen");
+    BOOST_TEST(!telemetry.numbering.gap_timeout.has_value());
+    BOOST_TEST((telemetry.numbering.on_gap == seqinbox::gap_policy::hold));
+    BOOST_TEST(!d.sequences[2].numbered());
+    BOOST_TEST(!d.sequences[2].messages[0].sequence_number);
+}
+
+BOOST_AUTO_TEST_CASE(a_sequence_number_is_the_extracted_text_when_it_is_a_whole_non_negative_decimal) {
+    const auto d = load("numbered");
+    const auto& by_header = d.sequences[0].messages[0].sequence_number;
+    const auto& by_json = d.sequences[0].messages[1].sequence_number;
+    const auto number = [](const auto& extract, envelope e) { return extract("", e); };
+    BOOST_TEST(number(by_header, with_header("seq", "42")).value() == 42);
+    BOOST_TEST(number(by_header, with_header("seq", "0")).value() == 0);
+    for (const char* bad : {"-1", "+1", " 4", "4 ", "4.0", "1e3", "four", "", "9223372036854775808"})
+        BOOST_TEST(!number(by_header, with_header("seq", bad)).has_value(), bad);
+    BOOST_TEST(!number(by_header, envelope{}).has_value(), "no header: no number");
+    envelope e;
+    e.value = R"({"seq": 7})";
+    BOOST_TEST(number(by_json, e).value() == 7);
+    e.value = R"({"seq": "8"})";
+    BOOST_TEST(number(by_json, e).value() == 8, "a JSON string of digits");
+    for (const char* bad : {R"({"seq": 1.5})", R"({"seq": -3})", R"({"seq": null})", R"({"other": 1})", "not json"}) {
+        e.value = bad;
+        BOOST_TEST(!number(by_json, e).has_value(), bad);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_registered_context_id_extractor_can_read_the_sequence_number) {
+    auto names = app_registry();
+    names.add_extractor("payload", [](const message& m, const envelope&) -> std::optional<std::string> { return m; });
+    const auto d = seqinbox::yaml::load_string(
+        "sequences:\n"
+        "  - name: S\n"
+        "    retentionPeriod: 1h\n"
+        "    messages:\n"
+        "      - type: A\n"
+        "        contextIdExtractor: key\n"
+        "        sequenceNumber: payload\n",
+        "inline.yaml", names);
+    const auto& extract = d.sequences.at(0).messages.at(0).sequence_number;
+    BOOST_TEST(extract("17", envelope{}).value() == 17);
+    BOOST_TEST(!extract("order-17", envelope{}).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(load_string_names_the_source_in_errors) {

@@ -40,6 +40,26 @@ const std::vector<rejection> rejections{
       "5:21: sequence 'S': unknown overflowPolicy 'drop'; expected dead-letter-newest, dead-letter-instance or reject",
       "10:17: sequence 'T': 'maxWaiting' must be a whole number from 1 to 1000000, got '2000000'",
       "17:17: sequence 'U': 'maxWaiting' must be a whole number from 1 to 1000000, got '-3'", "18:5: sequence 'U': unknown key 'maxWaitng'"}},
+    {"bad_numbering",
+     {"4:18: sequence 'S': 'firstNumber' must be a whole number from 0 to 9223372036854775807 or first-seen, got '-1'",
+      "5:17: sequence 'S': gap timeout '0s' must be positive, not zero",
+      "6:16: sequence 'S': unknown gapPolicy 'drop'; expected hold, skip or dead-letter",
+      "10:25: sequence number extractor 'header:': built-in 'header:NAME' needs a header name",
+      "13:18: sequence 'T': 'firstNumber' must be a whole number from 0 to 9223372036854775807 or first-seen, got 'first seen'",
+      "14:17: sequence 'T': malformed gap timeout '5 minutes'; expected e.g. 24h",
+      "19:25: unknown sequence number extractor 'nope': register it in C++ as a context id extractor or use a built-in (key, "
+      "header:NAME, json:/pointer)",
+      "22:18: sequence 'U': 'firstNumber' must be a whole number from 0 to 9223372036854775807 or first-seen, got "
+      "'9223372036854775808'",
+      "23:5: sequence 'U': unknown key 'gapTimout' (did you mean 'gapTimeout'?",
+      "27:25: sequence 'U': type 'C': 'sequenceNumber' must be a scalar, not a list"}},
+    {"numbering_misdeclared",
+     {"8:9: sequence 'Mixed': a sequence number is declared by 'A' but not by 'B'; declare one on every type of the sequence or on none",
+      "11:5: sequence 'Ordered': gap policy 'dead-letter' never applies without a gap timeout; set a gap timeout or keep the policy 'hold'",
+      "18:9: sequence 'Ordered': type 'D': declares a release condition (after C) and a sequence number; in a numbered sequence "
+      "the numbers decide the order",
+      "22:5: sequence 'Forgotten': numbering is set (first number first seen, gap timeout 3600s) but no type declares a sequence "
+      "number; declare one on every type, or leave the numbering at its defaults"}},
     {"recording_until_malformed",
      {"4:21: sequence 'S': 'recordingUntil' '2026-12-01 00:00': expected an RFC 3339 instant with offset"}},
     {"recording_until_out_of_range", {"4:21: sequence 'S': 'recordingUntil' '2026-02-30T00:00:00Z': a field is out of range"}},

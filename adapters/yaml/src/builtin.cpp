@@ -1,6 +1,9 @@
+#include <charconv>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "seqinbox/yaml/builtin.hpp"
@@ -31,6 +34,15 @@ builtin_lookup find_builtin(std::string_view name) {
                 {}};
     }
     return {};
+}
+
+std::optional<std::int64_t> parse_sequence_number(std::string_view text) {
+    // from_chars would take a leading '-'; a number starts with a digit.
+    if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+    std::int64_t n = 0;
+    const auto [end, failure] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (failure != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return n;
 }
 
 }  // namespace seqinbox::yaml

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 #include <span>
@@ -26,6 +27,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "seqinbox/error.hpp"
+#include "seqinbox/yaml/builtin.hpp"
 #include "seqinbox/yaml/document.hpp"
 #include "seqinbox/yaml/instant.hpp"
 #include "seqinbox/yaml/retention.hpp"
@@ -36,10 +38,12 @@ namespace {
 
 using keys = std::span<const std::string_view>;
 constexpr std::array<std::string_view, 2> top_keys{"sequences", "subTypeResolvers"};
-constexpr std::array<std::string_view, 7> sequence_keys{"name",           "retentionPeriod", "messages",      "recordingUntil",
-                                                        "deduplicationWindow", "maxWaiting", "overflowPolicy"};
-constexpr std::array<std::string_view, 8> message_keys{"type", "subType", "contextIdExtractor", "messageFilter",
-                                                       "releaseCondition", "topic", "clusterName", "missingContextId"};
+constexpr std::array<std::string_view, 10> sequence_keys{
+    "name",       "retentionPeriod", "messages",    "recordingUntil", "deduplicationWindow",
+    "maxWaiting", "overflowPolicy",  "firstNumber", "gapTimeout",     "gapPolicy"};
+constexpr std::array<std::string_view, 9> message_keys{
+    "type",  "subType",     "contextIdExtractor", "messageFilter", "releaseCondition",
+    "topic", "clusterName", "missingContextId",   "sequenceNumber"};
 constexpr std::array policies{missing_context_id_policy::handle, missing_context_id_policy::dead_letter};
 constexpr std::array<std::string_view, 3> condition_keys{"predecessor", "and", "or"};
 
@@ -188,6 +192,7 @@ private:
         deduplication_window(fields, where, seq);
         recording(fields, where, seq);
         buffer(fields, where, seq);
+        numbering(fields, where, seq);
         if (const auto* messages = find(fields, "messages"); messages && !messages->second.IsNull()) {
             if (is(messages->second, YAML::NodeType::Sequence, where + ": 'messages'"))
                 for (std::size_t i = 0; i < messages->second.size(); ++i) message(messages->second[i], where, i, seq);
@@ -244,6 +249,33 @@ private:
                 where + ": unknown overflowPolicy " + quote(policy) + "; expected dead-letter-newest, dead-letter-instance or reject");
     }
 
+    void numbering(const field_list& fields, const std::string& where, sequence_entry& seq) {
+        if (const auto first = text(fields, "firstNumber", where); first == "first-seen") {
+            seq.numbering.first_number = std::nullopt;
+        } else if (!first.empty()) {
+            if (const auto n = parse_sequence_number(first)) seq.numbering.first_number = *n;
+            else add(mark_of(find(fields, "firstNumber")->second),
+                     where + ": 'firstNumber' must be a whole number from 0 to " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()) + " or first-seen, got " + quote(first));
+        }
+        bool timeout_refused = false;
+        seq.gap_timeout_text = text(fields, "gapTimeout", where);
+        if (!seq.gap_timeout_text.empty()) {
+            auto parsed = parse_gap_timeout(seq.gap_timeout_text);
+            timeout_refused = std::holds_alternative<std::string>(parsed);
+            if (timeout_refused) add(mark_of(find(fields, "gapTimeout")->second), where + ": " + std::get<std::string>(parsed));
+            else seq.numbering.gap_timeout = std::get<std::chrono::seconds>(parsed);
+        }
+        const auto policy = text(fields, "gapPolicy", where);
+        if (policy.empty()) return;
+        const auto known = parse_gap_policy(policy);
+        if (!known)
+            add(mark_of(find(fields, "gapPolicy")->second),
+                where + ": unknown gapPolicy " + quote(policy) + "; expected hold, skip or dead-letter");
+        // Kept at hold after a refused timeout, so that validation does not add "never applies".
+        else if (!timeout_refused) seq.numbering.on_gap = *known;
+    }
+
     /// Digits only (no sign, space or exponent) that fit a size_t: anything else is not a count.
     static std::optional<std::size_t> whole_number(std::string_view text) {
         std::size_t n = 0;
@@ -267,6 +299,7 @@ private:
         msg.topic = text(fields, "topic", where);
         msg.cluster = text(fields, "clusterName", where);
         msg.missing_context_id = missing_context_id(fields, where);
+        msg.sequence_number = name(fields, "sequenceNumber", where);
         if (const auto* release = find(fields, "releaseCondition"); release && !release->second.IsNull())
             msg.release = condition_node(release->second, where, 1);
         seq.messages.push_back(std::move(msg));

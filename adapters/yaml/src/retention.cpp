@@ -1,4 +1,4 @@
-// Retention periods and deduplication windows: `<n><unit>` with unit s, m, h or d, or ISO-8601 P[nW][nD][T[nH][nM][nS]].
+// Retention periods, deduplication windows and gap timeouts: `<n><unit>` with unit s, m, h or d, or ISO-8601 P[nW][nD][T[nH][nM][nS]].
 #include <chrono>
 #include <cstdint>
 #include <algorithm>
@@ -105,6 +105,10 @@ std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view
 
 std::variant<std::chrono::seconds, std::string> parse_deduplication_window(std::string_view text) {
     return parse_period(text, "deduplication window", true);
+}
+
+std::variant<std::chrono::seconds, std::string> parse_gap_timeout(std::string_view text) {
+    return parse_period(text, "gap timeout", false);
 }
 
 }  // namespace seqinbox::yaml

@@ -38,6 +38,8 @@ constexpr std::string_view validate_usage =
     "Built-in names: key, header:NAME, json:/pointer.\n"
     "A type without missingContextId handles a message without a context id directly in the\n"
     "library and dead-letters it in seqinbox run; each type's line says which applies.\n"
+    "A numbered sequence (sequenceNumber on its types) says its extractors, first number, gap\n"
+    "timeout and gap policy; its types are released by number.\n"
     "exit status: 0 every file is valid, 1 a file has problems (all listed on stderr),\n"
     "             2 usage error or unreadable file\n";
 
@@ -46,10 +48,11 @@ struct checked_file {
     yaml::load_result<message> result;
 };
 
-std::string release_text(const condition& c) {
+/// A numbered type is released by its number, which its sequence's validation made its only rule.
+std::string release_text(const condition& c, const yaml::message_entry& entry) {
+    if (entry.sequence_number) return "by number " + entry.sequence_number->name;
     return c.is_always() ? "immediately" : describe(c);
 }
-
 
 std::string name_or_none(const std::optional<yaml::name_use>& use) { return use ? use->name : "-"; }
 
@@ -66,6 +69,39 @@ std::string missing_context_id_json(const yaml::message_entry& entry) {
     return "{\"declared\": " + (declared ? json_string(yaml::policy_name(*declared)) : "null") +
            ", \"library\": " + resolved(yaml::load_options{}.missing_context_id) +
            ", \"relay\": " + resolved(yaml::relay_missing_context_id) + "}";
+}
+
+/// The sequence number extractors of a sequence's types, each once, in declaration order.
+std::vector<std::string> number_extractors(const yaml::sequence_entry& entry) {
+    std::vector<std::string> names;
+    for (const auto& m : entry.messages)
+        if (m.sequence_number && std::ranges::find(names, m.sequence_number->name) == names.end())
+            names.push_back(m.sequence_number->name);
+    return names;
+}
+
+std::string first_number_text(const numbering_rules& rules) {
+    return rules.first_number ? std::to_string(*rules.first_number) : "first seen";
+}
+
+/// "numbered by header:seq, first number 1, gap timeout 10m, policy skip".
+std::string numbering_text(const yaml::sequence_entry& entry) {
+    std::string names;
+    for (const auto& n : number_extractors(entry)) names += (names.empty() ? "" : ", ") + n;
+    const auto& timeout = entry.gap_timeout_text;
+    return "numbered by " + names + ", first number " + first_number_text(entry.numbering) + ", gap timeout " +
+           (timeout.empty() ? "none" : timeout) + ", policy " + std::string(to_string(entry.numbering.on_gap));
+}
+
+std::string numbering_json(const yaml::sequence_entry& entry) {
+    const auto& rules = entry.numbering;
+    std::string names;
+    for (const auto& n : number_extractors(entry)) names += (names.empty() ? "" : ", ") + json_string(n);
+    return "{\"extractors\": [" + names + "], \"first_number\": " +
+           (rules.first_number ? std::to_string(*rules.first_number) : "null") + ", \"gap_timeout\": " +
+           (rules.gap_timeout ? json_string(entry.gap_timeout_text) : "null") + ", \"gap_timeout_seconds\": " +
+           (rules.gap_timeout ? std::to_string(rules.gap_timeout->count()) : "null") +
+           ", \"gap_policy\": " + json_string(to_string(rules.on_gap)) + "}";
 }
 
 /// "maxWaiting 500, reject" or "maxWaiting 10000 (the default), dead-letter-newest".
@@ -89,11 +125,12 @@ void print_text(const checked_file& f, std::ostream& out) {
             << (window.empty() ? "" : "deduplication window " + window + ", ")
             << (recording.empty() ? "" : "recording until " + recording + ", ") << buffer_text(seq.buffer) << ", "
             << seq.messages.size() << (seq.messages.size() == 1 ? " type)\n" : " types)\n");
+        if (seq.numbered()) out << "  " << numbering_text(f.doc.sequences[s]) << '\n';
         std::size_t step = 0;
         for (auto m : release_order(seq)) {
             const auto& msg = seq.messages[m];
             const auto& entry = f.doc.sequences[s].messages[m];
-            out << "  " << ++step << ". " << msg.qualified_type() << ": " << release_text(msg.release)
+            out << "  " << ++step << ". " << msg.qualified_type() << ": " << release_text(msg.release, entry)
                 << "; context id " << name_or_none(entry.context_id) << missing_context_id_text(entry);
             if (entry.filter) out << ", filter " << entry.filter->name;
             if (!msg.topic.empty()) out << ", topic " << msg.topic;
@@ -126,15 +163,17 @@ void print_json(const std::vector<checked_file>& files, std::ostream& out) {
             const auto& seq = decls.sequences[s];
             out << (s ? ", " : "") << "{\"name\": " << json_string(seq.name) << ", \"retention\": "
                 << json_string(f.doc.sequences[s].retention_text) << ", \"retention_seconds\": " << seq.retention.count()
-                << ", \"buffer\": " << buffer_json(seq.buffer) << ", \"release_order\": [";
+                << ", \"buffer\": " << buffer_json(seq.buffer)
+                << ", \"numbering\": " << (seq.numbered() ? numbering_json(f.doc.sequences[s]) : "null") << ", \"release_order\": [";
             bool first = true;
             for (auto m : release_order(seq)) {
                 const auto& msg = seq.messages[m];
                 const auto& entry = f.doc.sequences[s].messages[m];
                 out << (first ? "" : ", ") << "{\"type\": " << json_string(msg.type) << ", \"subtype\": " << json_string(msg.subtype)
                     << ", \"qualified_type\": " << json_string(msg.qualified_type())
-                    << ", \"release\": " << json_string(release_text(msg.release))
+                    << ", \"release\": " << json_string(release_text(msg.release, entry))
                     << ", \"context_id_extractor\": " << json_string(name_or_none(entry.context_id))
+                    << ", \"sequence_number_extractor\": " << (entry.sequence_number ? json_string(entry.sequence_number->name) : "null")
                     << ", \"missing_context_id\": " << missing_context_id_json(entry)
                     << ", \"message_filter\": " << (entry.filter ? json_string(entry.filter->name) : "null")
                     << ", \"topic\": " << json_string(msg.topic) << ", \"cluster\": " << json_string(msg.cluster) << "}";

@@ -41,6 +41,7 @@ struct message_shape {
     condition release;
     std::string topic;
     std::string cluster;
+    bool has_sequence_number = false;
 
     std::string qualified_type() const { return qualify(type, subtype); }
 };
@@ -51,6 +52,7 @@ struct sequence_shape {
     std::vector<message_shape> messages;
     std::optional<std::chrono::seconds> deduplication_window;
     std::optional<std::size_t> max_waiting;
+    numbering_rules numbering;
 };
 
 struct resolver_shape {
@@ -65,9 +67,10 @@ struct declarations_shape {
 
 template <class Message>
 sequence_shape shape_of(const sequence_declaration<Message>& seq) {
-    sequence_shape s{seq.name, seq.retention, {}, seq.deduplication_window, seq.buffer.max_waiting};
+    sequence_shape s{seq.name, seq.retention, {}, seq.deduplication_window, seq.buffer.max_waiting, seq.numbering};
     for (const auto& m : seq.messages)
-        s.messages.push_back({m.type, m.subtype, static_cast<bool>(m.context_id), m.release, m.topic, m.cluster});
+        s.messages.push_back({m.type, m.subtype, static_cast<bool>(m.context_id), m.release, m.topic, m.cluster,
+                              static_cast<bool>(m.sequence_number)});
     return s;
 }
 
@@ -81,8 +84,9 @@ declarations_shape shape_of(const declarations<Message>& decls) {
 }
 
 /// All problems of a shape, in this order: names, retention and messages of every sequence;
-/// release conditions; unreleasable types per sequence; duplicate qualified types; subtypes and
-/// topics by type (in order of first declaration); resolvers by type name.
+/// numbering of every sequence; release conditions; unreleasable types per sequence; duplicate
+/// qualified types; subtypes and topics by type (in order of first declaration); resolvers by
+/// type name.
 std::vector<declaration_problem> find_problems(const declarations_shape& shape);
 
 /// Throws the configuration error listing `problems`, if there is any.

@@ -15,6 +15,20 @@
 namespace seqinbox {
 
 template <class Store, class Source, class ErrorSink, class Policies>
+std::size_t basic_inbox<Store, Source, ErrorSink, Policies>::run_pending_actions(std::size_t page_size, std::size_t pages)
+    requires action_store<Store>
+{
+    ensure_ready();
+    std::size_t executed = 0;
+    for (std::size_t page = 0; page < pages; ++page) {
+        const auto ids = store_->instances_with_pending_actions(page_size);
+        if (ids.empty()) break;
+        for (instance_id id : ids) executed += act_on(id);
+    }
+    return executed;
+}
+
+template <class Store, class Source, class ErrorSink, class Policies>
 std::size_t basic_inbox<Store, Source, ErrorSink, Policies>::act_on(instance_id id) {
     const auto started = std::chrono::steady_clock::now();
     const std::size_t executed = act_on_locked(id);

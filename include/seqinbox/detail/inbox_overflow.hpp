@@ -3,6 +3,9 @@
 // instance already holding its sequence's maxWaiting WAITING messages is not buffered; the
 // sequence's overflow policy applies, under the instance lock the claim holds.
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +30,8 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::overflowed(scope& s, locke
     if (bound.on_overflow == overflow_policy::reject)
         throw error(error_category::retryable, "cannot buffer " + describe(d) + ": " + reason + "; the delivery is retried later",
                     std::string(buffer_full_sqlstate));
-    if (bound.on_overflow == overflow_policy::dead_letter_instance) dead_letter_waiting(s, locked, d.context_id, reason);
+    if (bound.on_overflow == overflow_policy::dead_letter_instance)
+        dead_letter_waiting(s, locked, d.context_id, reason, failure_kind::buffer_overflow);
     fail(s, locked.row.id, d, {reason, failure_kind::buffer_overflow});
     result.outcome = outcome::failed;
     return true;
@@ -43,13 +47,14 @@ std::string basic_inbox<Store, Source, ErrorSink, Policies>::overflow_reason(con
     return text + ", overflow policy " + std::string(to_string(seq.buffer.on_overflow)) + ")";
 }
 
-/// dead-letter-instance: every WAITING message of the locked instance (stored, or buffered by
+/// dead-letter-instance (and a gap timeout's dead-letter): every WAITING message of the locked instance (stored, or buffered by
 /// this batch) goes to the error sink first, then becomes FAILED with its claim deleted (a
 /// resend retries), in one transaction: as a failed replay, nothing is lost. Reads the
 /// instance's WAITING rows at once: at most maxWaiting records (and a batch's own) in memory.
+/// Returns the highest number among them (numbered sequences).
 template <class Store, class Source, class ErrorSink, class Policies>
-void basic_inbox<Store, Source, ErrorSink, Policies>::dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id,
-                                                                          const std::string& reason) {
+std::optional<std::int64_t> basic_inbox<Store, Source, ErrorSink, Policies>::dead_letter_waiting(scope& s, locked_instance& locked, const std::string& context_id,
+                                                                          const std::string& reason, failure_kind kind) {
     transaction& t1 = s.t1;
     std::vector<message_record> rows;
     detail::twin_rows twins;
@@ -59,13 +64,16 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::dead_letter_waiting(scope&
     for (const auto& u : locked.unstored)
         if (!u.settled) rows.push_back(u.row);
     for (const auto& row : rows)
-        sink_->publish({row.payload.value_or(envelope{}), reason, row.type, row.idempotence_id, context_id, failure_kind::buffer_overflow});
+        sink_->publish({row.payload.value_or(envelope{}), reason, row.type, row.idempotence_id, context_id, kind});
     fail_buffered(s, rows, [&](const message_record& row) { return twins.of(row.key()); });
+    std::optional<std::int64_t> highest;
     for (const auto& row : rows) {
         locked.settle(row);
         decided(about(decision_kind::failed, row.type, row.idempotence_id, context_id, reason));
+        if (row.number) highest = std::max(highest.value_or(*row.number), *row.number);
     }
     locked.waiting.clear();
+    return highest;
 }
 
 }  // namespace seqinbox

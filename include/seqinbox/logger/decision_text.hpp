@@ -15,7 +15,8 @@ constexpr log_level level_of(const decision& e) noexcept {
     case decision_kind::release_failed:
     case decision_kind::rejected:
     case decision_kind::expired:
-    case decision_kind::overflowed: return log_level::warn;
+    case decision_kind::overflowed:
+    case decision_kind::gap_timed_out: return log_level::warn;
     default: return log_level::info;
     }
 }
@@ -37,6 +38,9 @@ inline std::string text_of(const decision& e) {
     case decision_kind::overflowed:
         return "buffer full: " + what + " must wait in instance " + std::to_string(e.instance) + " of " + detail::loggable(e.sequence) +
                ", " + detail::loggable(e.reason) + "; " + std::string(to_string(e.overflow));
+    case decision_kind::gap_timed_out:
+        return "gap timed out: " + detail::loggable(e.reason) + " in instance " + std::to_string(e.instance) + " of " +
+               detail::loggable(e.sequence) + " context " + detail::loggable(e.context_id) + "; " + std::string(to_string(e.gap));
     }
     return what;
 }

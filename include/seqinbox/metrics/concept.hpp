@@ -30,6 +30,8 @@ concept metrics_policy = requires(M& m, std::string_view type, std::chrono::nano
 // one instance took d (basic_inbox::run_pending_actions); `m.decided(e)` — takes each decision
 // (seqinbox/decision.hpp) instead of the buffered, released, failed and duplicate calls it
 // implies (seqinbox/metrics/decision_counts.hpp); `m.buffer_overflow(sequence, policy)` — a message
-// had to wait in an instance of `sequence` whose buffer was full, and `policy` applied.
+// had to wait in an instance of `sequence` whose buffer was full, and `policy` applied;
+// `m.gap_timed_out(sequence, policy)` — numbers were missing in an instance of the numbered
+// `sequence` past its gap timeout, and `policy` applied (at every job run while a gap is held).
 
 }  // namespace seqinbox

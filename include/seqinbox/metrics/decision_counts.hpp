@@ -23,6 +23,9 @@ void count(M& m, const decision& e) {
         case decision_kind::overflowed:
             if constexpr (requires { m.buffer_overflow(e.sequence, e.overflow); }) m.buffer_overflow(e.sequence, e.overflow);
             break;
+        case decision_kind::gap_timed_out:
+            if constexpr (requires { m.gap_timed_out(e.sequence, e.gap); }) m.gap_timed_out(e.sequence, e.gap);
+            break;
         default: break;  // processed, not_sequenced, expired, closed: no count of their own
         }
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "seqinbox/declare/buffer_limit.hpp"
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/metrics/concept.hpp"
 #include "seqinbox/metrics/registry.hpp"
@@ -32,6 +33,7 @@ struct prometheus_options {
 /// seqinbox_failed_messages_total, seqinbox_duplicate_deliveries_total (counters),
 /// seqinbox_release_wait_seconds and seqinbox_handle_seconds (histograms).
 /// Per sequence and overflow policy: seqinbox_buffer_overflows_total (counter, labels `sequence`, `policy`).
+/// Per numbered sequence and gap policy: seqinbox_gap_timeouts_total (counter, labels `sequence`, `policy`).
 /// Operations: seqinbox_pending_action_seconds (histogram, per instance acted on);
 /// housekeeping(report) feeds seqinbox_housekeeping_deleted_instances_total and
 /// seqinbox_housekeeping_job_seconds (label `job`); refresh(store, now) sets the gauges
@@ -63,6 +65,9 @@ public:
           overflows_(&registry_->counter("seqinbox_buffer_overflows_total",
                                          "Messages that had to wait in an instance whose buffer was full (maxWaiting).",
                                          {"sequence", "policy"})),
+          gaps_(&registry_->counter("seqinbox_gap_timeouts_total",
+                                    "Gaps of numbered sequences past their gap timeout (a held gap counts at every job run).",
+                                    {"sequence", "policy"})),
           waiting_(&registry_->gauge("seqinbox_waiting_messages", "Messages waiting for their predecessors.", {"type"})),
           expiring_(&registry_->gauge("seqinbox_expiring_instances", "OPEN instances past a share of their retention.", {"sequence"})),
           expired_(&registry_->gauge("seqinbox_expired_instances", "OPEN instances past their retention.", {"sequence"})) {}
@@ -76,6 +81,7 @@ public:
     void failed(std::string_view type) { failed_->inc({type}); }
     void duplicate(std::string_view type) { duplicate_->inc({type}); }
     void buffer_overflow(std::string_view sequence, overflow_policy policy) { overflows_->inc({sequence, to_string(policy)}); }
+    void gap_timed_out(std::string_view sequence, gap_policy policy) { gaps_->inc({sequence, to_string(policy)}); }
     void handled(std::string_view type, std::chrono::nanoseconds took) { handle_->observe({type}, seconds(took)); }
     void action_executed(std::chrono::nanoseconds took) { action_->observe({}, seconds(took)); }
 
@@ -129,6 +135,7 @@ private:
     histogram_family* job_;
     counter_family* deleted_;
     counter_family* overflows_;
+    counter_family* gaps_;
     gauge_family* waiting_;
     gauge_family* expiring_;
     gauge_family* expired_;

@@ -4,6 +4,7 @@
 //   header:NAME    the value of the first header NAME
 //   json:/pointer  an RFC 6901 pointer into the JSON record value
 // They read only the envelope, so they work for every message type.
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct builtin_lookup {
 
 /// Whether `name` is a built-in (`key`, `header:...`, `json:...`) and, if so, its reader.
 builtin_lookup find_builtin(std::string_view name);
+
+/// `text` as a sequence number: a non-negative decimal that fits an int64, the whole text (no
+/// sign, space, fraction or exponent); anything else is no number.
+std::optional<std::int64_t> parse_sequence_number(std::string_view text);
 
 /// Evaluates the RFC 6901 `pointer` on the JSON text `json`. A string yields its unescaped
 /// text, a number its literal text, a boolean `true`/`false`; null, objects, arrays, a missing

@@ -11,6 +11,7 @@
 
 #include "seqinbox/declare/buffer_limit.hpp"
 #include "seqinbox/declare/condition.hpp"
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
 #include "seqinbox/envelope.hpp"
@@ -46,6 +47,8 @@ struct message_entry {
     std::string cluster;
     /// missingContextId; empty when the file does not set it (load_options then decides).
     std::optional<missing_context_id_policy> missing_context_id;
+    /// sequenceNumber: the extractor whose text is the message's number (numbered sequences).
+    std::optional<name_use> sequence_number;
 };
 
 struct sequence_entry {
@@ -58,6 +61,8 @@ struct sequence_entry {
     std::optional<std::chrono::seconds> deduplication_window;  ///< deduplicationWindow; empty: the retention
     std::string deduplication_window_text;                     ///< as written, for summaries
     buffer_limit buffer;  ///< maxWaiting (empty: the default) and overflowPolicy
+    numbering_rules numbering;    ///< firstNumber, gapTimeout and gapPolicy (numbered sequences)
+    std::string gap_timeout_text;  ///< as written, for summaries
     std::vector<message_entry> messages;
 };
 

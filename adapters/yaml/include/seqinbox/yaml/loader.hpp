@@ -3,7 +3,9 @@
 // each name to a registered callable or a built-in, validate, and report every problem with
 // its file:line:col.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,6 +65,16 @@ public:
         return unresolved<std::optional<std::string>>(use, "context id extractor", builtin);
     }
 
+    /// A context id extractor's name (registered or built-in), its text read as the number.
+    sequence_number_extractor<Message> sequence_number(const name_use& use) {
+        if (const auto* registered = names_.extractor(use.name))
+            return [read = *registered](const Message& m, const envelope& e) { return number_in(read(m, e)); };
+        auto builtin = find_builtin(use.name);
+        if (builtin.state == builtin_lookup::status::ok)
+            return [read = std::move(builtin.read)](const Message&, const envelope& e) { return number_in(read(e)); };
+        return unresolved<std::optional<std::int64_t>>(use, "sequence number extractor", builtin);
+    }
+
     message_filter<Message> filter(const name_use& use) {
         if (const auto* registered = names_.filter(use.name)) return *registered;
         return unresolved<bool>(use, "message filter", {});  // there are no built-in filters
@@ -79,6 +91,16 @@ public:
     }
 
 private:
+    static std::optional<std::int64_t> number_in(const std::optional<std::string>& text) {
+        return text ? parse_sequence_number(*text) : std::nullopt;
+    }
+
+    static std::string how_to_provide(std::string_view role) {
+        if (role == "message filter") return "register it in C++";  // there are no built-in filters
+        return std::string("register it in C++") + (role == "sequence number extractor" ? " as a context id extractor" : "") +
+               " or use a built-in (key, header:NAME, json:/pointer)";
+    }
+
     /// Reports the name (or records it as assumed) and returns a function that must never run.
     template <class Result>
     std::function<Result(const Message&, const envelope&)> unresolved(const name_use& use, std::string_view role,
@@ -88,10 +110,7 @@ private:
         } else if (options_.assume_registered) {
             out_.assumed.push_back(use);
         } else {
-            out_.problems.push_back({use.where, "unknown " + std::string(role) + " '" + use.name +
-                                                    "': register it in C++" +
-                                                    (role == "message filter" ? std::string()
-                                                                              : " or use a built-in (key, header:NAME, json:/pointer)")});
+            out_.problems.push_back({use.where, "unknown " + std::string(role) + " '" + use.name + "': " + how_to_provide(role)});
         }
         return [name = use.name, role = std::string(role)](const Message&, const envelope&) -> Result {
             throw error(error_category::misuse, role + " '" + name + "' was assumed registered but is not");
@@ -114,12 +133,14 @@ load_result<Message> bind_names(const document& doc, const registry<Message>& na
     out.problems = doc.problems;
     detail::binder<Message> binder(names, options, out);
     for (const auto& seq : doc.sequences) {
-        sequence_declaration<Message> s{seq.name, seq.retention, {}, seq.recording_until, seq.deduplication_window, seq.buffer};
+        sequence_declaration<Message> s{seq.name,   seq.retention, {}, seq.recording_until, seq.deduplication_window,
+                                        seq.buffer, seq.numbering};
         for (const auto& m : seq.messages) {
             message_declaration<Message> d{m.type, m.subtype, {}, {}, m.release, m.topic, m.cluster,
                                            m.missing_context_id.value_or(options.missing_context_id)};
             if (m.context_id) d.context_id = binder.extractor(*m.context_id);
             if (m.filter) d.filter = binder.filter(*m.filter);
+            if (m.sequence_number) d.sequence_number = binder.sequence_number(*m.sequence_number);
             s.messages.push_back(std::move(d));
         }
         out.decls.sequences.push_back(std::move(s));

@@ -1,5 +1,5 @@
 #pragma once
-// Retention periods and deduplication windows as written in declaration files.
+// Retention periods, deduplication windows and gap timeouts as written in declaration files.
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -15,5 +15,8 @@ std::variant<std::chrono::seconds, std::string> parse_retention(std::string_view
 /// The same syntax for a deduplication window, which may be zero (`0s`: CLOSED instances go at
 /// the next housekeeping run) but not negative.
 std::variant<std::chrono::seconds, std::string> parse_deduplication_window(std::string_view text);
+
+/// The retention's syntax and limits for a numbered sequence's gap timeout (positive).
+std::variant<std::chrono::seconds, std::string> parse_gap_timeout(std::string_view text);
 
 }  // namespace seqinbox::yaml
