@@ -29,8 +29,11 @@ std::optional<std::int64_t> store::transaction::last_released_number(instance_id
                     " AND m.state = 'PROCESSED'), (SELECT l.skipped_through FROM sequence_instance_lock l WHERE l.sequence_instance_id = " +
                     id + ")",
                 [&](const detail::row& r) {
-                    for (std::size_t i = 0; i < 2; ++i)
-                        if (!detail::null_at(r, i)) last = std::max(last.value_or(detail::number_at(r, i)), std::int64_t{detail::number_at(r, i)});
+                    for (std::size_t i = 0; i < 2; ++i) {
+                        if (detail::null_at(r, i)) continue;
+                        const std::int64_t n = detail::number_at(r, i);
+                        last = std::max(last.value_or(n), n);
+                    }
                 });
     return last;
 }

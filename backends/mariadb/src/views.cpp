@@ -15,6 +15,7 @@
 
 namespace seqinbox::mariadb {
 
+using detail::message_column_count;
 using detail::microseconds_of;
 using detail::number_at;
 using detail::text_at;
@@ -164,7 +165,7 @@ std::optional<instance_view> store::view_where(const std::string& where, const m
                    limited(std::min<std::size_t>(page.limit, std::numeric_limits<std::size_t>::max() - 1) + 1),
                [&](const detail::row& r) {
                    view->messages.push_back(detail::message_at(r, false));
-                   if (auto request = request_at(r, view->messages.back(), detail::message_column_count)) view->actions.on_messages.push_back(*request);
+                   if (auto request = request_at(r, view->messages.back(), message_column_count)) view->actions.on_messages.push_back(*request);
                });
         if (view->messages.size() > page.limit) {
             const auto& beyond = view->messages.back();
@@ -191,8 +192,8 @@ std::optional<message_view> store::message_where(const std::string& where) {
                    " FROM sequenced_message m JOIN sequence_instance i ON i.id = m.sequence_instance_id WHERE " + where,
                [&](const detail::row& r) {
                    auto m = detail::message_at(r, false);
-                   auto pending = request_at(r, m, detail::message_column_count);
-                   view = message_view{std::move(m), detail::instance_at(r, detail::message_column_count + 2), pending};
+                   auto pending = request_at(r, m, message_column_count);
+                   view = message_view{std::move(m), detail::instance_at(r, message_column_count + 2), pending};
                });
         return view;
     });
