@@ -226,12 +226,7 @@ public:
 
     /// The most records one batch transaction decides: what the store's limits allow (see its
     /// max_batch_records), unlimited for a store without any.
-    std::size_t max_batch_records() const {
-        if constexpr (requires(const Store& st) { { st.max_batch_records(true) } -> std::convertible_to<std::size_t>; })
-            return std::max<std::size_t>(1, store_->max_batch_records(Propagation::joins_claim_transaction));
-        else
-            return std::numeric_limits<std::size_t>::max();
-    }
+    std::size_t max_batch_records() const;  // detail/inbox_batch.hpp
 
     /// The context id `record` would be sequenced under; nothing when it would not be
     /// (undecodable, unknown type, filtered out, no context id). No effect: for callers that
@@ -575,6 +570,7 @@ private:
     static std::optional<message_action> own_request(message_id id, const pending_actions& actions);
     void run_action(scope& s, const message_record& row, message_action action, const std::string& context_id);
     void expire(scope& s, const message_record& row, const std::string& context_id);
+    void skip_gap(transaction& t1, const sequence_instance& instance);
 
     Store* store_;
     Source* source_;

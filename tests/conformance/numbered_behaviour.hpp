@@ -319,6 +319,36 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_held_gap_waits_until_its_numbers_are_skipped, Ba
     expect_rows(b, "LedgerEntry", "e3", {"PROCESSED"});
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_operator_skips_a_gap_by_action, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger());
+    h.deliver(conf::entry("e1", "a", 1));
+    for (int n : {3, 4, 7}) h.deliver(conf::entry("e" + std::to_string(n), "a", n));
+    const auto instance = b.find_instance("LedgerSequence", "a")->id;
+    BOOST_TEST(si::accepted(b.store.request_instance_action(instance, si::instance_action::skip_gap, b.clock.now())));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u);
+    expect_calls(h.log, {"LedgerEntry/e1", "LedgerEntry/e3 (replayed)", "LedgerEntry/e4 (replayed)"});
+    expect_rows(b, "LedgerEntry", "e7", {"WAITING"});  // the next gap (5, 6) stays
+    BOOST_TEST(si::accepted(b.store.request_instance_action(instance, si::instance_action::skip_gap, b.clock.now())));
+    h.inbox->run_pending_actions();
+    expect_rows(b, "LedgerEntry", "e7", {"PROCESSED"});
+    expect_outcome(h.deliver(conf::entry("e5", "a", 5)), outcome::duplicate);
+    BOOST_TEST(si::accepted(b.store.request_instance_action(instance, si::instance_action::skip_gap, b.clock.now())));
+    BOOST_TEST(h.inbox->run_pending_actions() == 1u, "nothing to skip: executed, logged");
+    BOOST_TEST(h.log.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(consume_all_replays_a_numbered_instance_in_number_order, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger());
+    for (int n : {6, 3, 9}) h.deliver(conf::entry("e" + std::to_string(n), "a", n));
+    const auto instance = b.find_instance("LedgerSequence", "a")->id;
+    BOOST_TEST(si::accepted(b.store.request_instance_action(instance, si::instance_action::consume_all, b.clock.now())));
+    h.inbox->run_pending_actions();
+    expect_calls(h.log, {"LedgerEntry/e3 (replayed)", "LedgerEntry/e6 (replayed)", "LedgerEntry/e9 (replayed)"});
+    expect_outcome(h.deliver(conf::entry("e10", "a", 10)), outcome::processed);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(without_a_gap_timeout_a_gap_waits, Backend, backends) {
     Backend b;
     conf::harness<Backend> h(b, {}, conf::ledger());

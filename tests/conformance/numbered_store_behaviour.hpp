@@ -139,4 +139,30 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(stalled_numbered_finds_open_instances_with_old_num
     BOOST_TEST(b.store.stalled_numbered("OrderSequence", t0 + std::chrono::hours(1), 5, fresh).size() == 3u, "the young one too, later");
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_instance_view_shows_where_a_numbered_instance_stands, Backend, backends) {
+    Backend b;
+    for (auto [id, n] : {std::pair{"w9", 9}, std::pair{"w4", 4}, std::pair{"w6", 6}, std::pair{"twin6", 6}})
+        b.store.store_message(conf::numbered_row(b, "o1", id, n, si::message_state::waiting));
+    b.store.store_message(conf::numbered_row(b, "o1", "p2", 2, si::message_state::processed));
+    auto view = b.store.view_instance("OrderSequence", "o1");
+    BOOST_TEST_REQUIRE(view.has_value());
+    BOOST_TEST(conf::or_none(view->numbering.last_released) == 2);
+    BOOST_TEST(view->numbering.waiting == (std::vector<std::int64_t>{4, 6, 9}), "each number once");
+    const auto missing = si::missing_numbers(view->numbering);
+    BOOST_TEST_REQUIRE(missing.size() == 3u);
+    BOOST_TEST((missing[0] == std::pair<std::int64_t, std::int64_t>{3, 3}));
+    BOOST_TEST((missing[1] == std::pair<std::int64_t, std::int64_t>{5, 5}));
+    BOOST_TEST((missing[2] == std::pair<std::int64_t, std::int64_t>{7, 8}));
+    const auto instance = view->instance.id;
+    auto tx = b.store.begin();
+    tx.lock_instance(instance);
+    tx.skip_numbers(instance, 5);
+    tx.commit();
+    BOOST_TEST(conf::or_none(b.store.view_instance(instance)->numbering.last_released) == 5, "skipped through");
+    b.store.store_message(conf::order_row(b, "plain", "OrderCreated", "x", si::message_state::waiting));
+    const auto plain = b.store.view_instance("OrderSequence", "plain");
+    BOOST_TEST(!plain->numbering.last_released.has_value());
+    BOOST_TEST(plain->numbering.waiting.empty(), "a message without a number is not listed");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

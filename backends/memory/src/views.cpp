@@ -110,7 +110,20 @@ std::optional<instance_view> store::view_of(const instance_row& row, const messa
         view.messages.back().payload.reset();
         if (auto it = message_actions_.find(m); it != message_actions_.end()) view.actions.on_messages.push_back(it->second);
     }
+    view.numbering = progress_of(row);
     return view;
+}
+
+numbered_progress store::progress_of(const instance_row& row) {
+    numbered_progress progress;
+    progress.last_released = row.skipped_through;
+    if (!row.processed_numbers.empty())
+        progress.last_released = std::max(progress.last_released.value_or(row.processed_numbers.rbegin()->first), row.processed_numbers.rbegin()->first);
+    for (const auto& [number, id] : row.waiting_numbers) {
+        if (progress.waiting.size() >= max_waiting_numbers_shown) break;
+        if (progress.waiting.empty() || progress.waiting.back() != number) progress.waiting.push_back(number);
+    }
+    return progress;
 }
 
 std::vector<message_id> store::page_ids(const instance_row& row, const message_page& page, message_state_counts& counts) const {

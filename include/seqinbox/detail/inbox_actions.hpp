@@ -4,6 +4,8 @@
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -149,7 +151,9 @@ auto basic_inbox<Store, Source, ErrorSink, Policies>::execute(scope& s, const lo
     const bool open = instance.state == instance_state::open;
     const bool consume_all = requested(instance_action::consume_all);
     const bool closing = requested(instance_action::close) && open;
-    std::size_t executed = consume_all || closing ? 1 : 0;
+    const bool skipping = requested(instance_action::skip_gap) && open;
+    std::size_t executed = consume_all || closing || skipping ? 1 : 0;
+    if (skipping) skip_gap(s.t1, instance);
     std::set<message_id> postponed;
     for (const auto& row : action_rows(s.t1, locked, actions, consume_all)) {
         const auto own = own_request(row.id, actions);
@@ -184,9 +188,37 @@ std::vector<message_record> basic_inbox<Store, Source, ErrorSink, Policies>::act
     if (consume_all)
         for (auto& row : t1.waiting_messages(locked.row.id, locked.waiting))
             if (!std::ranges::any_of(rows, [&](const message_record& r) { return r.id == row.id; })) rows.push_back(std::move(row));
+    if (numbering_of(locked.row.sequence) != nullptr) {  // numbers decide the order
+        std::ranges::sort(rows, [](const message_record& a, const message_record& b) {
+            return std::pair(a.number.value_or(0), a.id) < std::pair(b.number.value_or(0), b.id);
+        });
+        return rows;
+    }
     return detail::in_replay_order(std::move(rows), [&](const std::string& type) {
         const entry* e = catalog_.find(type);
         return e == nullptr ? nullptr : &e->dependents;
+    });
+}
+
+/// SKIP_GAP: the numbers missing before the instance's first WAITING one are given up; the
+/// release pass after the actions replays what follows. Nothing to skip, or not numbered: logged.
+template <class Store, class Source, class ErrorSink, class Policies>
+void basic_inbox<Store, Source, ErrorSink, Policies>::skip_gap(transaction& t1, const sequence_instance& instance) {
+    const numbering_rules* rules = numbering_of(instance.sequence);
+    const auto first = rules == nullptr ? std::vector<message_record>{}
+                                        : t1.waiting_numbered(instance.id, std::numeric_limits<std::int64_t>::min(), 1);
+    if (first.empty()) {
+        log(log_level::warn, [&] {
+            return "SKIP_GAP on instance " + std::to_string(instance.id) + ": " +
+                   (rules == nullptr ? "its sequence is not numbered" : std::string("no message waits behind a gap"));
+        });
+        return;
+    }
+    const std::int64_t through = *first.front().number - 1;
+    t1.skip_numbers(instance.id, through);
+    log(log_level::warn, [&] {
+        return "an operator skipped the numbers up to " + std::to_string(through) + " of instance " + std::to_string(instance.id) +
+               " context " + detail::loggable(instance.context_id);
     });
 }
 

@@ -4,6 +4,7 @@
 // passes may reach read ahead, and its effects (the error sink, deleted claims) deferred.
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <iterator>
 #include <map>
@@ -17,6 +18,14 @@
 #include "seqinbox/inbox.hpp"
 
 namespace seqinbox {
+
+template <class Store, class Source, class ErrorSink, class Policies>
+std::size_t basic_inbox<Store, Source, ErrorSink, Policies>::max_batch_records() const {
+    if constexpr (requires(const Store& st) { { st.max_batch_records(true) } -> std::convertible_to<std::size_t>; })
+        return std::max<std::size_t>(1, store_->max_batch_records(Propagation::joins_claim_transaction));
+    else
+        return std::numeric_limits<std::size_t>::max();
+}
 
 template <class Store, class Source, class ErrorSink, class Policies>
 std::vector<envelope> basic_inbox<Store, Source, ErrorSink, Policies>::take(std::size_t max) {

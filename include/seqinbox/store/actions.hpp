@@ -18,12 +18,19 @@ namespace seqinbox {
 /// On a WAITING message, or a FAILED one that kept its record (a failed replay), in any
 /// instance state: replay it now whatever its condition, or mark it PROCESSED unreplayed.
 enum class message_action { consume, expire };
-/// On an OPEN instance: replay every WAITING message now, or close it without replay.
-enum class instance_action { consume_all, close };
+/// On an OPEN instance: replay every WAITING message now, or close it without replay; on an OPEN
+/// instance of a numbered sequence, give the numbers missing before its first WAITING one up
+/// and release what follows (README, "Numbered sequences").
+enum class instance_action { consume_all, close, skip_gap };
 
 constexpr std::string_view to_string(message_action a) noexcept { return a == message_action::consume ? "CONSUME" : "EXPIRE"; }
 constexpr std::string_view to_string(instance_action a) noexcept {
-    return a == instance_action::consume_all ? "CONSUME_ALL" : "CLOSE";
+    switch (a) {
+    case instance_action::consume_all: return "CONSUME_ALL";
+    case instance_action::close: return "CLOSE";
+    case instance_action::skip_gap: return "SKIP_GAP";
+    }
+    return "?";
 }
 
 /// What a request found. Only `accepted` wrote a request.

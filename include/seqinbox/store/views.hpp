@@ -4,8 +4,10 @@
 // key. Committed state only; a store that offers them models `view_store`.
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "seqinbox/error.hpp"
@@ -63,6 +65,34 @@ struct message_state_counts {
     }
 };
 
+/// The most WAITING numbers an instance view lists (numbered sequences): the gaps before them
+/// are what an operator looks for, and an instance may hold up to maxWaiting of them.
+inline constexpr std::size_t max_waiting_numbers_shown = 100;
+
+/// Where a numbered instance stands: the highest number released (or skipped through; none when
+/// neither) and its lowest WAITING numbers, ascending, at most max_waiting_numbers_shown of them.
+/// Empty for an instance without numbered messages.
+struct numbered_progress {
+    std::optional<std::int64_t> last_released;
+    std::vector<std::int64_t> waiting;
+};
+
+/// The numbers missing before `progress.waiting`'s numbers, as [from, to] ranges, at most
+/// `limit` of them: from the one after the last released, or from `first_number` (the declared
+/// first number, when the caller knows it) when none was released; else from the first waiting.
+inline std::vector<std::pair<std::int64_t, std::int64_t>> missing_numbers(const numbered_progress& progress,
+                                                                          std::optional<std::int64_t> first_number = std::nullopt,
+                                                                          std::size_t limit = max_waiting_numbers_shown) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> gaps;
+    std::optional<std::int64_t> expected = progress.last_released ? std::optional(*progress.last_released + 1) : first_number;
+    for (std::int64_t n : progress.waiting) {
+        if (gaps.size() >= limit) break;
+        if (expected && n > *expected) gaps.emplace_back(*expected, n - 1);
+        if (!expected || n >= *expected) expected = n + 1;
+    }
+    return gaps;
+}
+
 /// One instance with a page of its messages (without payloads), by id, and the pending actions
 /// on the instance and on the messages of the page (their number is bounded by the page too).
 struct instance_view {
@@ -71,6 +101,7 @@ struct instance_view {
     pending_actions actions;
     std::optional<message_id> next;  ///< the `after` of the next page; none when no message follows
     message_state_counts counts;     ///< of all the instance's messages, not only the page's
+    numbered_progress numbering{};   ///< numbered sequences only
 };
 
 /// A page of no message is a question without an answer: refused as misuse, naming the value.

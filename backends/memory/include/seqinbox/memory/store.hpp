@@ -231,6 +231,7 @@ private:
     pending_actions actions_of(instance_id instance) const;
     /// Why no action may be requested on `row` now, if it may not.
     static std::optional<request_outcome> action_refusal(const detail::stored_message& row);
+    static numbered_progress progress_of(const instance_row& row);
     std::optional<instance_view> view_of(const instance_row& row, const message_page& page) const;
     /// The committed messages of `row` in `page`, and one more if one follows, by id; counts them all per state.
     std::vector<message_id> page_ids(const instance_row& row, const message_page& page, message_state_counts& counts) const;
