@@ -16,3 +16,9 @@ CREATE INDEX IF NOT EXISTS sequenced_message_instance_numbers ON sequenced_messa
 
 -- The OPEN instances of one sequence in id order, for the gap-timeout scan.
 CREATE INDEX IF NOT EXISTS sequence_instance_name_state ON sequence_instance (name, state, id);
+
+-- The operator action SKIP_GAP on an instance (seqinbox::instance_action::skip_gap). MariaDB
+-- checks the new constraint against every instance row.
+ALTER TABLE sequence_instance
+    DROP CONSTRAINT IF EXISTS sequence_instance_pending_action_check,
+    ADD CONSTRAINT sequence_instance_pending_action_check CHECK (pending_action IN ('CONSUME_ALL', 'CLOSE', 'SKIP_GAP'));

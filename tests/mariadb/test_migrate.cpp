@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_version_1_database_with_data_is_upgraded) {
 }
 
 // A database of schema version 3 with messages takes V4's columns and indexes (numbered
-// sequences): its rows have no number and its instances skipped none.
+// sequences): its rows have no number, its instances skipped none, and they take SKIP_GAP.
 BOOST_AUTO_TEST_CASE(a_version_3_database_with_messages_is_upgraded) {
     const auto url = mariadb_server::shared().create_database();
     BOOST_TEST(mdb::migrate(url, {.target_version = 3}).applied == (std::vector<int>{1, 2, 3}), boost::test_tools::per_element());
@@ -161,6 +161,8 @@ BOOST_AUTO_TEST_CASE(a_version_3_database_with_messages_is_upgraded) {
     auto found = store.find_message(si::claim_key{"T", "m1"});
     BOOST_TEST_REQUIRE(found.has_value());
     BOOST_TEST(!found->message.number.has_value());
+    const auto skip_gap = store.request_instance_action(1, si::instance_action::skip_gap, si::timestamp{});
+    BOOST_TEST(si::accepted(skip_gap), "V4's constraint takes SKIP_GAP");
     auto tx = store.begin();
     BOOST_TEST(!tx.last_released_number(1).has_value());
     tx.skip_numbers(1, 4);

@@ -60,6 +60,12 @@ message_state parse_message_state(std::string_view s) {
     return s == "WAITING" ? message_state::waiting : s == "PROCESSED" ? message_state::processed : message_state::failed;
 }
 
+instance_action parse_instance_action(std::string_view s) {
+    for (auto a : {instance_action::consume_all, instance_action::close, instance_action::skip_gap})
+        if (to_string(a) == s) return a;
+    throw std::invalid_argument("a pending action of a sequence instance is '" + std::string(s) + "'");
+}
+
 std::string encode_headers(const std::vector<header>& headers) {
     std::string out;
     for (const auto& h : headers) {

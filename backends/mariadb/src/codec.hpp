@@ -15,6 +15,7 @@
 
 #include "result_row.hpp"
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::mariadb::detail {
@@ -52,6 +53,8 @@ std::vector<std::string> joined_within(const std::vector<std::string>& items, st
 timestamp from_microseconds(long long us);
 std::string_view state_text(message_state s);
 message_state parse_message_state(std::string_view s);
+/// An instance's pending_action as written by to_string(instance_action).
+instance_action parse_instance_action(std::string_view s);
 
 /// Headers as record_headers keeps them (see schema/mariadb/V1), and back.
 std::string encode_headers(const std::vector<header>& headers);

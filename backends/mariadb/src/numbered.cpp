@@ -5,6 +5,7 @@
 
 #include "codec.hpp"
 #include "connection.hpp"
+#include "numbered_reads.hpp"
 #include "seqinbox/mariadb/store.hpp"
 #include "store_parts.hpp"
 #include "transaction_impl.hpp"
@@ -19,22 +20,32 @@ std::string limited(std::size_t limit) {
 
 }  // namespace
 
-// One statement: the highest PROCESSED number from the end of V4's (instance, state, number)
-// index, and the number skipped through from the instance's lock row.
-std::optional<std::int64_t> store::transaction::last_released_number(instance_id instance) {
+std::string detail::last_released_sql(instance_id instance) {
     const std::string id = std::to_string(instance);
+    return "SELECT (SELECT MAX(m.sequence_number) FROM sequenced_message m WHERE m.sequence_instance_id = " + id +
+           " AND m.state = 'PROCESSED'), (SELECT l.skipped_through FROM sequence_instance_lock l WHERE l.sequence_instance_id = " + id + ")";
+}
+
+std::optional<std::int64_t> detail::released_at(const row& r) {
     std::optional<std::int64_t> last;
-    impl_->rows("reading the last number released in sequence instance " + id,
-                "SELECT (SELECT MAX(m.sequence_number) FROM sequenced_message m WHERE m.sequence_instance_id = " + id +
-                    " AND m.state = 'PROCESSED'), (SELECT l.skipped_through FROM sequence_instance_lock l WHERE l.sequence_instance_id = " +
-                    id + ")",
-                [&](const detail::row& r) {
-                    for (std::size_t i = 0; i < 2; ++i) {
-                        if (detail::null_at(r, i)) continue;
-                        const std::int64_t n = detail::number_at(r, i);
-                        last = std::max(last.value_or(n), n);
-                    }
-                });
+    for (std::size_t i = 0; i < 2; ++i) {
+        if (null_at(r, i)) continue;
+        const std::int64_t n = number_at(r, i);
+        last = std::max(last.value_or(n), n);
+    }
+    return last;
+}
+
+std::string detail::waiting_numbers_sql(instance_id instance, std::size_t limit) {
+    return "SELECT DISTINCT sequence_number FROM sequenced_message WHERE sequence_instance_id = " + std::to_string(instance) +
+           " AND state = 'WAITING' AND sequence_number IS NOT NULL ORDER BY sequence_number LIMIT " + limited(limit);
+}
+
+// One statement, read from V4's index and the lock row.
+std::optional<std::int64_t> store::transaction::last_released_number(instance_id instance) {
+    std::optional<std::int64_t> last;
+    impl_->rows("reading the last number released in sequence instance " + std::to_string(instance), detail::last_released_sql(instance),
+                [&](const detail::row& r) { last = detail::released_at(r); });
     return last;
 }
 
