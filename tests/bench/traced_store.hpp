@@ -94,6 +94,15 @@ public:
     std::size_t count_waiting(seqinbox::instance_id instance, std::size_t up_to) {
         return traced("count_waiting", [&] { return inner().count_waiting(instance, up_to); });
     }
+    std::optional<std::int64_t> last_released_number(seqinbox::instance_id instance) {
+        return traced("last_released_number", [&] { return inner().last_released_number(instance); });
+    }
+    std::vector<seqinbox::message_record> waiting_numbered(seqinbox::instance_id instance, std::int64_t from, std::size_t limit) {
+        return traced("waiting_numbered", [&] { return inner().waiting_numbered(instance, from, limit); });
+    }
+    void skip_numbers(seqinbox::instance_id instance, std::int64_t through) {
+        traced("skip_numbers", [&] { inner().skip_numbers(instance, through); });
+    }
     std::vector<seqinbox::message_record> waiting_messages(seqinbox::instance_id instance,
                                                            std::span<const std::string> types) {
         return traced("waiting_messages", [&] { return inner().waiting_messages(instance, types); });
