@@ -187,9 +187,11 @@ private:
 /// At quiescence: a key the overflow sent to the error sink whose only row is FAILED has no
 /// committed claim, or a resend would be skipped as a duplicate and the message never handled.
 /// In a numbered seed, a key whose number another key holds (or was released) is excused: a
-/// redelivery claimed it and was skipped as a duplicate of its number, as a resend would be.
-inline void check_overflow_dead_letters(const memory::store& store, const memory::error_sink& sink, violation_log& log,
-                                        const std::function<bool(const claim_key&)>& skipped_number = {}) {
+/// redelivery claimed it and was skipped as a duplicate of its number, as a resend would be. A
+/// key an operator's CONSUME targeted is reported as claim_kept_after_cleared_action (README:
+/// a second action runner claims the key, finds the action cleared by the first and commits).
+inline void check_overflow_dead_letters(const memory::store& store, const memory::error_sink& sink, const listener_probe& probe,
+                                        violation_log& log, const std::function<bool(const claim_key&)>& skipped_number = {}) {
     std::set<claim_key> reported;
     for (const auto& f : sink.records()) {
         if (f.kind != failure_kind::buffer_overflow) continue;
@@ -198,7 +200,8 @@ inline void check_overflow_dead_letters(const memory::store& store, const memory
         if (rows.size() != 1 || rows.front().state != message_state::failed || !memory::testing::has_claim(store, key)) continue;
         if (skipped_number && skipped_number(key)) continue;
         if (reported.insert(key).second)
-            log.add("overflow_kept_claim", listener_probe::text(key) + " was dead-lettered for a full buffer and is FAILED with its claim");
+            log.add(probe.consume_target(key) ? "claim_kept_after_cleared_action" : "overflow_kept_claim",
+                    listener_probe::text(key) + " was dead-lettered for a full buffer and is FAILED with its claim");
     }
 }
 

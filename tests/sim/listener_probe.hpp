@@ -172,6 +172,7 @@ public:
             if (actions.on_instance == instance_action::close) close_targets_.insert(context);
             for (const auto& [key, action] : actions.on_messages)
                 if (actions.executed_on(key) == message_action::expire) expire_targets_[context].insert(key);
+                else if (action == message_action::consume) consume_targets_.insert(key);
         }
         read_by_runner_[runner] = std::move(read);
     }
@@ -216,6 +217,8 @@ public:
     bool operator_touched(const std::string& context) const {
         return close_targets_.contains(context) || expire_targets_.contains(context) || consumed_.contains(context);
     }
+    /// An action runner read a CONSUME of the key's own (whatever became of its instance).
+    bool consume_target(const claim_key& key) const { return consume_targets_.contains(key); }
     /// An action runner read CLOSE for the context's current instance.
     bool close_target(const std::string& context) const { return close_targets_.contains(context); }
     /// Listeners an operator's CONSUME or CONSUME_ALL started out of the release order.
@@ -322,6 +325,7 @@ private:
     numbered_watch* numbers_ = nullptr;
     last_released_fn last_released_;
     std::map<std::size_t, std::set<std::string>> gap_skips_;  // by gap runner: contexts it skipped a gap of
+    std::set<claim_key> consume_targets_;                      // keys read with a CONSUME of their own
     std::set<std::string> consumed_;                           // contexts with a message CONSUME read
     std::size_t operator_replays_ = 0;
 };

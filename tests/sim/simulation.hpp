@@ -496,7 +496,7 @@ private:
             final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_, in_source, numbered_run_.skipped_number()}, log_)
                 .run(scenario_.work, delivered_);
             if (scenario_.numbered()) numbered_run_.check_at_end(probe_, connection_lost, log_);
-            check_overflow_dead_letters(store_, sink_, log_, numbered_run_.skipped_number());
+            check_overflow_dead_letters(store_, sink_, probe_, log_, numbered_run_.skipped_number());
             if (scenario_.required) check_effects_once(store_, probe_, scenario_.work, delivered_, removed_keys_, log_);
         }
         count_outcomes();
