@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include "listener_probe.hpp"
 #include "run_types.hpp"
 #include "seqinbox/declare/buffer_limit.hpp"
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/decision.hpp"
 #include "seqinbox/failure_kind.hpp"
 #include "seqinbox/memory/error_sink.hpp"
@@ -33,6 +35,8 @@ struct overflow_log {
     std::array<std::size_t, 3> by_policy{};  ///< by seqinbox::overflow_policy
     bool rejecting = false;                  ///< the task's attempt is being rejected (the consumer takes it)
     bool reject_unseen = false;              ///< a `reject` the controller has not taken yet
+    std::array<std::size_t, 3> gaps{};       ///< gap timeouts, by seqinbox::gap_policy
+    std::set<std::string> gap_skipped;       ///< contexts whose gap the task's gap job skipped
 };
 
 /// The consumers' metrics sink: nothing but the overflows (every decision comes here instead of
@@ -44,11 +48,17 @@ struct overflow_metrics : metrics::null_metrics {
     overflow_log* log = nullptr;
 
     void decided(const decision& e) {
+        if (e.kind == decision_kind::gap_timed_out && log != nullptr) return gap_timed_out(e);
         if (e.kind != decision_kind::overflowed || log == nullptr) return;
         ++log->by_policy[static_cast<std::size_t>(e.overflow)];
         if (e.overflow != overflow_policy::reject) return;
         log->rejecting = true;  // the engine throws error(retryable) next
         log->reject_unseen = true;
+    }
+
+    void gap_timed_out(const decision& e) {
+        ++log->gaps[static_cast<std::size_t>(e.gap)];
+        if (e.gap == gap_policy::skip) log->gap_skipped.emplace(e.context_id);
     }
 };
 
@@ -60,6 +70,11 @@ inline void count_overflows(const overflow_log& log, tally& counts) {
         std::ranges::replace(name, '-', '_');
         counts["buffer_overflows"] += n;
         counts[name] += n;
+    }
+    for (gap_policy policy : {gap_policy::hold, gap_policy::skip, gap_policy::dead_letter}) {
+        std::string name = "gap_timeouts_" + std::string(to_string(policy));
+        std::ranges::replace(name, '-', '_');
+        counts[name] += log.gaps[static_cast<std::size_t>(policy)];
     }
 }
 
@@ -171,15 +186,22 @@ private:
 
 /// At quiescence: a key the overflow sent to the error sink whose only row is FAILED has no
 /// committed claim, or a resend would be skipped as a duplicate and the message never handled.
-inline void check_overflow_dead_letters(const memory::store& store, const memory::error_sink& sink, violation_log& log) {
+/// In a numbered seed, a key whose number another key holds (or was released) is excused: a
+/// redelivery claimed it and was skipped as a duplicate of its number, as a resend would be. A
+/// key an operator's CONSUME targeted is reported as claim_kept_after_cleared_action (README:
+/// a second action runner claims the key, finds the action cleared by the first and commits).
+inline void check_overflow_dead_letters(const memory::store& store, const memory::error_sink& sink, const listener_probe& probe,
+                                        violation_log& log, const std::function<bool(const claim_key&)>& skipped_number = {}) {
     std::set<claim_key> reported;
     for (const auto& f : sink.records()) {
         if (f.kind != failure_kind::buffer_overflow) continue;
         const claim_key key{f.qualified_type, f.idempotence_id};
         const auto rows = store.messages_with_key(key);
         if (rows.size() != 1 || rows.front().state != message_state::failed || !memory::testing::has_claim(store, key)) continue;
+        if (skipped_number && skipped_number(key)) continue;
         if (reported.insert(key).second)
-            log.add("overflow_kept_claim", listener_probe::text(key) + " was dead-lettered for a full buffer and is FAILED with its claim");
+            log.add(probe.consume_target(key) ? "claim_kept_after_cleared_action" : "overflow_kept_claim",
+                    listener_probe::text(key) + " was dead-lettered for a full buffer and is FAILED with its claim");
     }
 }
 

@@ -60,6 +60,7 @@ struct worker_report {
     std::size_t buffer_rejects = 0;     ///< deliveries (or batch parts) refused by a full buffer's `reject`
     std::size_t lock_table_errors = 0;  ///< SQLSTATE 53200: the lock table was full
     std::size_t actions_executed = 0;
+    std::size_t gaps_timed_out = 0;     ///< instances the gap-timeout job applied a gap policy to
     std::array<std::size_t, 6> outcomes{};  ///< by seqinbox::outcome
     std::size_t released = 0;
     std::size_t release_failures = 0;
@@ -122,7 +123,35 @@ public:
     void run_actions(std::size_t page_size, std::size_t pages) {
         const task_scope role(*process_, role_of(false, "r"));
         probe_->begin_delivery(index_);
+        overflows.gap_skipped.clear();
         guarded([&] { with_inbox([&](auto& inbox) { report.actions_executed += inbox.run_pending_actions(page_size, pages); }); });
+    }
+
+    /// The action runner's task: one run of the gap-timeout job (numbered seeds), small pages.
+    void time_out_gaps(std::size_t page_size) {
+        const task_scope role(*process_, role_of(false, "g"));
+        probe_->begin_gap_run(index_);
+        overflows.gap_skipped.clear();
+        guarded([&] { with_inbox([&](auto& inbox) { report.gaps_timed_out += inbox.run_gap_timeouts(page_size, 2); }); });
+    }
+
+    /// Adds what the consumer's report, source and overflows counted to the run's counts.
+    void add_counts(tally& counts) const {
+        counts["outcome_processed"] += report.outcomes[static_cast<std::size_t>(outcome::processed)];
+        counts["outcome_buffered"] += report.outcomes[static_cast<std::size_t>(outcome::buffered)];
+        counts["outcome_duplicate"] += report.outcomes[static_cast<std::size_t>(outcome::duplicate)];
+        counts["outcome_failed"] += report.outcomes[static_cast<std::size_t>(outcome::failed)];
+        counts["batches"] += report.batches;
+        counts["batched_deliveries"] += report.batched;
+        counts["released"] += report.released;
+        counts["release_failures"] += report.release_failures;
+        counts["connection_errors"] += report.connection_errors;
+        counts["lock_table_errors"] += report.lock_table_errors;
+        counts["buffer_rejects"] += report.buffer_rejects;
+        count_overflows(overflows, counts);
+        counts["batch_records_given_back"] += source.given_back;
+        counts["actions_executed"] += report.actions_executed;
+        counts["gap_timeouts"] += report.gaps_timed_out;
     }
 
     sim_source source;
@@ -230,6 +259,7 @@ private:
     /// a commit) must undo that.
     template <class Transaction>
     void listen(const claim_key& key, const std::string& context, Transaction* tx) {
+        if (overflows.gap_skipped.contains(context)) probe_->allow_gap(index_, context);
         probe_->enter(index_, key, context);
         if (tx != nullptr) {
             try {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "numbered_checks.hpp"
 #include "seqinbox/declare/condition.hpp"
 #include "seqinbox/declare/problems.hpp"
 #include "seqinbox/declare/sequence.hpp"
@@ -54,6 +55,7 @@ public:
         claim_key key;
         std::string context;
         bool orphan = false;
+        bool operator_replay = false;  ///< started by an operator's CONSUME or CONSUME_ALL
     };
 
     listener_probe(const declarations<testing::message>& decls, violation_log& log) : log_(&log) {
@@ -75,8 +77,8 @@ public:
                                                           std::to_string(consumer) + " while " + text(other.key) +
                                                           " runs on c" + std::to_string(other.consumer));
         }
-        check_operator_replay(consumer, key, context);
-        in_flight_.push_back({consumer, key, context});
+        const bool replay = check_operator_replay(consumer, key, context);
+        in_flight_.push_back({consumer, key, context, false, replay});
     }
 
     /// True when the controller armed a failure for this consumer's listener (consumed).
@@ -90,6 +92,7 @@ public:
             succeeded_once_.insert(it->key);
             succeeded_types_[it->context].insert(it->key.type);
             completed_[consumer].push_back(it->key);
+            if (numbers_) numbers_->succeeded(it->key, it->operator_replay);
         }
         in_flight_.erase(it);
     }
@@ -98,6 +101,21 @@ public:
     void begin_delivery(std::size_t consumer) {
         completed_[consumer].clear();
         disconnected_.erase(consumer);
+        gap_skips_.erase(consumer);
+    }
+
+    /// Action runner `runner` starts the gap-timeout job: no action read applies to it.
+    void begin_gap_run(std::size_t runner) {
+        begin_delivery(runner);
+        read_by_runner_.erase(runner);
+    }
+    /// The gap job on `runner` skipped the context's timed-out gap (uncommitted): its release
+    /// pass may jump it.
+    void allow_gap(std::size_t runner, const std::string& context) { gap_skips_[runner].insert(context); }
+    /// Numbered seeds: the workload's numbers and the committed progress of a context.
+    void watch_numbers(numbered_watch& numbers, last_released_fn last_released) {
+        numbers_ = &numbers;
+        last_released_ = std::move(last_released);
     }
 
     // ---- called by the controller ----
@@ -154,6 +172,7 @@ public:
             if (actions.on_instance == instance_action::close) close_targets_.insert(context);
             for (const auto& [key, action] : actions.on_messages)
                 if (actions.executed_on(key) == message_action::expire) expire_targets_[context].insert(key);
+                else if (action == message_action::consume) consume_targets_.insert(key);
         }
         read_by_runner_[runner] = std::move(read);
     }
@@ -164,6 +183,8 @@ public:
     /// starts a new instance, in which nothing succeeded yet (the retention boundary).
     void instance_removed(const std::string& context, const std::vector<claim_key>& keys) {
         succeeded_types_.erase(context);
+        if (numbers_) numbers_->instance_removed(context);
+        consumed_.erase(context);
         expire_targets_.erase(context);
         close_targets_.erase(context);
         for (const auto& key : keys) successes_.erase(key);
@@ -191,6 +212,13 @@ public:
     bool expire_target(const claim_key& key) const {
         return std::ranges::any_of(expire_targets_, [&](const auto& targets) { return targets.second.contains(key); });
     }
+    /// An action runner read an action for the context's current instance other than SKIP_GAP
+    /// and CONSUME_ALL, which keep the numbers' order.
+    bool operator_touched(const std::string& context) const {
+        return close_targets_.contains(context) || expire_targets_.contains(context) || consumed_.contains(context);
+    }
+    /// An action runner read a CONSUME of the key's own (whatever became of its instance).
+    bool consume_target(const claim_key& key) const { return consume_targets_.contains(key); }
     /// An action runner read CLOSE for the context's current instance.
     bool close_target(const std::string& context) const { return close_targets_.contains(context); }
     /// Listeners an operator's CONSUME or CONSUME_ALL started out of the release order.
@@ -216,7 +244,7 @@ private:
     /// A listener on an action runner: CONSUME replays whatever the condition, EXPIRE and CLOSE
     /// replay nothing (a CLOSE only the messages it was requested with do not name); anything
     /// else on it is the release pass that follows, in order.
-    void check_operator_replay(std::size_t consumer, const claim_key& key, const std::string& context) {
+    bool check_operator_replay(std::size_t consumer, const claim_key& key, const std::string& context) {
         const actions_read* read = read_of(consumer, context);
         const auto action = read ? read->executed_on(key) : std::nullopt;
         if (read && read->on_instance == instance_action::close && action != message_action::consume)
@@ -226,9 +254,29 @@ private:
             log_->add("listener_of_expired", "listener of " + text(key) + " in " + context + " started by its EXPIRE action on c" +
                                                  std::to_string(consumer));
         else if (action == message_action::consume)
-            ++operator_replays_;
-        else
+            return operator_replay(context, read);
+        else {
             check_order(key, context, read);
+            check_number(consumer, key, context, read);
+        }
+        return false;
+    }
+
+    bool operator_replay(const std::string& context, const actions_read* read) {
+        ++operator_replays_;
+        if (read->on_instance != instance_action::consume_all) consumed_.insert(context);
+        return true;
+    }
+
+    /// The number after the highest committed one or completed in this delivery; a runner's
+    /// release pass after actions (a skip, an expiry not committed yet) or a gap job's skip may jump.
+    void check_number(std::size_t consumer, const claim_key& key, const std::string& context, const actions_read* read) {
+        if (!numbers_ || !numbers_->number(key)) return;
+        std::optional<std::int64_t> floor = last_released_(context);
+        for (const auto& done : completed_[consumer])
+            if (const auto n = numbers_->number(done); n && numbers_->context(done) == context) floor = std::max(floor.value_or(*n), *n);
+        const bool may_jump = read != nullptr || gap_skips_[consumer].contains(context);
+        numbers_->check_start(key, floor, may_jump, had_window(key), *log_);
     }
 
     const actions_read* read_of(std::size_t runner, const std::string& context) const {
@@ -274,6 +322,11 @@ private:
     std::map<std::string, std::set<claim_key>> expire_targets_;      // by context: read as EXPIRE
     std::set<std::string> close_targets_;                            // contexts read with CLOSE
     std::function<bool(const claim_key&)> is_processed_;
+    numbered_watch* numbers_ = nullptr;
+    last_released_fn last_released_;
+    std::map<std::size_t, std::set<std::string>> gap_skips_;  // by gap runner: contexts it skipped a gap of
+    std::set<claim_key> consume_targets_;                      // keys read with a CONSUME of their own
+    std::set<std::string> consumed_;                           // contexts with a message CONSUME read
     std::size_t operator_replays_ = 0;
 };
 

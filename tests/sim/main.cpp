@@ -49,6 +49,7 @@ struct options {
     bool planted_instance_cache = false;            ///< test-only defect 1 of issue 17 (process_store.hpp)
     bool planted_late_instances = false;            ///< test-only defect 1 of issue 33 (process_store.hpp)
     bool planted_overflow_unchecked = false;        ///< test-only: count_waiting answers 0 (planted.hpp)
+    std::optional<planted_defect> planted_numbers;  ///< test-only defects of numbered sequences (planted.hpp)
 };
 
 constexpr std::string_view usage =
@@ -58,7 +59,8 @@ constexpr std::string_view usage =
     "                    [--known-issue KIND]... [--jobs N]\n"
     "                    [--planted source_seek_to_own_record|source_commit_fetch_position|\n"
     "                               instance_cache_after_crash|batch_instances_in_transaction|\n"
-    "                               overflow_check_skipped]\n";
+    "                               overflow_check_skipped|number_gap_released|\n"
+    "                               number_duplicate_check_skipped]\n";
 
 std::uint64_t number(std::string_view flag, const char* text) {
     char* end = nullptr;
@@ -71,6 +73,8 @@ void plant(options& o, std::string_view name) {
     if (name == "instance_cache_after_crash") o.planted_instance_cache = true;
     else if (name == "batch_instances_in_transaction") o.planted_late_instances = true;
     else if (name == "overflow_check_skipped") o.planted_overflow_unchecked = true;
+    else if (name == "number_gap_released") o.planted_numbers = planted_defect::number_gap_released;
+    else if (name == "number_duplicate_check_skipped") o.planted_numbers = planted_defect::number_duplicate_check_skipped;
     else o.planted = source::defect_named(name);
 }
 
@@ -154,6 +158,10 @@ void print_declaration(const scenario& s) {
               << seqinbox::to_string(buffer.on_overflow) << '\n';
     for (const auto& m : s.decls.sequences.front().messages)
         std::cout << "declared " << m.qualified_type() << ' ' << seqinbox::describe(m.release) << '\n';
+    if (!s.numbered()) return;
+    const auto& n = s.decls.sequences.front().numbering;
+    std::cout << "numbering first " << (n.first_number ? std::to_string(*n.first_number) : "first-seen") << " gap_timeout "
+              << (n.gap_timeout ? std::to_string(n.gap_timeout->count()) + " s" : "none") << " on_gap " << seqinbox::to_string(n.on_gap) << '\n';
 }
 
 /// The first violation that is not a known issue (the run has one).
@@ -295,6 +303,10 @@ int dispatch(const options& o) {
         return run_program<claim::insert_first, planted_store<planted_defect::batch_instances_in_transaction>>(o);
     if (o.claim == "insert_first" && o.planted_overflow_unchecked)
         return run_program<claim::insert_first, planted_store<planted_defect::overflow_check_skipped>>(o);
+    if (o.planted_numbers == planted_defect::number_gap_released)
+        return run_program<claim::insert_first, planted_store<planted_defect::number_gap_released>>(o);
+    if (o.planted_numbers == planted_defect::number_duplicate_check_skipped)
+        return run_program<claim::insert_first, planted_store<planted_defect::number_duplicate_check_skipped>>(o);
     if (o.planted_overflow_unchecked) throw std::invalid_argument("--planted overflow_check_skipped needs --claim insert_first");
     if (o.planted_instance_cache || o.planted_late_instances) throw std::invalid_argument("--planted " + std::string(o.planted_instance_cache ? "instance_cache_after_crash" : "batch_instances_in_transaction") + " needs --claim insert_first");
     if (o.claim == "insert_first") return run_program<claim::insert_first>(o);

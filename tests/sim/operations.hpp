@@ -12,6 +12,7 @@
 
 #include "declaration_gen.hpp"
 #include "listener_probe.hpp"
+#include "run_types.hpp"
 #include "seqinbox/housekeeper.hpp"
 #include "seqinbox/memory/store.hpp"
 #include "seqinbox/store/actions.hpp"
@@ -33,6 +34,15 @@ inline housekeeping_options housekeeping_of(std::size_t runner) {
     options.removal_delay = removal_delay;
     options.batch_size = 1 + runner;
     return options;
+}
+
+/// Called on the housekeeper's task; the step hand-over orders it before the controller reads.
+inline void count_housekeeping(const housekeeping_report& report, tally& counts) {
+    counts["housekeeping_closed_removed"] += report.closed_removed;
+    counts["housekeeping_marked"] += report.marked;
+    counts["housekeeping_expired_removed"] += report.expired_removed;
+    counts["housekeeping_forwarded"] += report.forwarded;
+    counts["housekeeping_jobs_skipped"] += report.skipped.size();
 }
 
 /// Pages of the pending-action job on action runner `runner`: 1 page of 1, 2 pages of 2.
@@ -59,9 +69,15 @@ struct action_request {
     }
 };
 
+/// The instance actions an operator may request on an OPEN instance: SKIP_GAP too when numbered.
+inline std::vector<instance_action> instance_actions(bool numbered) {
+    if (numbered) return {instance_action::consume_all, instance_action::close, instance_action::skip_gap};
+    return {instance_action::consume_all, instance_action::close};
+}
+
 /// CONSUME and EXPIRE per committed WAITING message and FAILED one with its record (any
-/// instance state), then CONSUME_ALL and CLOSE per OPEN instance.
-inline std::vector<action_request> action_requests(const memory::store& store) {
+/// instance state), then CONSUME_ALL and CLOSE (and SKIP_GAP if numbered) per OPEN instance.
+inline std::vector<action_request> action_requests(const memory::store& store, bool numbered) {
     std::vector<action_request> requests;
     for (const auto& row : store.messages())
         if (row.state == message_state::waiting || (row.state == message_state::failed && row.payload))
@@ -69,18 +85,18 @@ inline std::vector<action_request> action_requests(const memory::store& store) {
                 requests.push_back({std::pair{row.id, action}, listener_probe::text(row.key())});
     for (const auto& instance : store.instances())
         if (instance.state == instance_state::open)
-            for (auto action : {instance_action::consume_all, instance_action::close})
+            for (auto action : instance_actions(numbered))
                 requests.push_back({std::pair{instance.id, action}, instance.context_id});
     return requests;
 }
 
 /// How many requests action_requests lists now, counted without copying rows.
-inline std::size_t action_request_count(const memory::store& store) {
+inline std::size_t action_request_count(const memory::store& store, bool numbered) {
     std::size_t count = 0;
     for (const auto& c : store.message_counts())
         if (c.state == message_state::waiting) count += 2 * c.count;
     for (const auto& c : store.instance_counts())
-        if (c.state == instance_state::open) count += 2 * c.count;
+        if (c.state == instance_state::open) count += instance_actions(numbered).size() * c.count;
     return count;
 }
 

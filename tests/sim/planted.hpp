@@ -4,6 +4,9 @@
 // itself runs memory::store.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -30,6 +33,12 @@ enum class planted_defect {
     /// Bounded buffers without their bound: count_waiting answers 0, so the engine's overflow
     /// check never fires and a full instance buffers on (buffer_over_limit).
     overflow_check_skipped,
+    /// Numbered sequences releasing past a gap: last_released_number answers one more than the
+    /// highest number released, so the engine expects the number after the next one.
+    number_gap_released,
+    /// Numbered sequences without the duplicate check of WAITING numbers: waiting_numbered finds
+    /// nothing from a given number, so a second key of a WAITING number is stored beside it.
+    number_duplicate_check_skipped,
 };
 
 template <planted_defect Defect>
@@ -59,6 +68,21 @@ public:
                 return misplaced;
             }
             return results;
+        }
+
+        std::optional<std::int64_t> last_released_number(instance_id instance) {
+            auto last = memory::store::transaction::last_released_number(instance);
+            if constexpr (Defect == planted_defect::number_gap_released)
+                if (last) ++*last;
+            return last;
+        }
+
+        std::vector<message_record> waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit) {
+            // The engine's duplicate check asks for one row from the number itself; the release
+            // pass and the gap job ask for pages, or from the lowest number.
+            if constexpr (Defect == planted_defect::number_duplicate_check_skipped)
+                if (limit == 1 && from != std::numeric_limits<std::int64_t>::min()) return {};
+            return memory::store::transaction::waiting_numbered(instance, from, limit);
         }
 
         std::size_t count_waiting(instance_id instance, std::size_t up_to) {

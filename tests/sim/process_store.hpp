@@ -19,6 +19,7 @@
 // worker's BEGIN is followed by the resolution of the batch's instances on a second connection,
 // as the engine before commit 40140ee did (create_or_get_instances leased one whatever its cache
 // knew).
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -33,6 +34,7 @@
 #include "seqinbox/error.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/concept.hpp"
+#include "seqinbox/store/housekeeping.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::sim {
@@ -178,7 +180,33 @@ public:
         return shared_->instances_with_pending_actions(limit);
     }
 
+    /// The housekeeping store's operations, for the gap-timeout job of an action runner (each on
+    /// a pooled connection of the calling task, as the PostgreSQL store's).
+    using job_lock = typename Store::job_lock;
+    job_lock try_lock_job(const std::string& job) { return leased("try_lock_job", [&] { return shared_->try_lock_job(job); }); }
+    std::vector<instance_id> closed_instances(timestamp now, std::span<const deduplication_window> windows, std::size_t limit, scan_position& after) {
+        return leased("closed_instances", [&] { return shared_->closed_instances(now, windows, limit, after); });
+    }
+    std::vector<sequence_instance> mark_expired(timestamp now, std::chrono::seconds delay, std::size_t limit, scan_position& after) {
+        return leased("mark_expired", [&] { return shared_->mark_expired(now, delay, limit, after); });
+    }
+    std::vector<instance_id> removable_instances(timestamp now, std::size_t limit, scan_position& after) {
+        return leased("removable_instances", [&] { return shared_->removable_instances(now, limit, after); });
+    }
+    std::size_t remove_instances(std::span<const instance_id> ids, const removal_condition& condition, const forward_waiting& forward) {
+        return leased("remove_instances", [&] { return shared_->remove_instances(ids, condition, forward); });
+    }
+    std::vector<instance_id> stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after) {
+        return leased("stalled_numbered", [&] { return shared_->stalled_numbered(sequence, now, limit, after); });
+    }
+
 private:
+    template <class Op>
+    auto leased(const char* what, Op op) {
+        const auto lease = pools_.acquire(what);
+        return op();
+    }
+
     template <class Op>
     auto forgetting_if_removed(const std::vector<instance_id>& instances, Op op) {
         try {
@@ -231,6 +259,7 @@ private:
 };
 
 static_assert(action_store<process_store<memory::store>>);
+static_assert(housekeeping_store<process_store<memory::store>>);
 static_assert(batch_claim_transaction<process_store<memory::store>::transaction>);
 
 }  // namespace seqinbox::sim

@@ -45,6 +45,8 @@ struct operation_limits {
     std::size_t time_jumps = 3;
     std::size_t crashes = 2;
     std::size_t lock_faults = 3;
+    std::size_t gap_runs = 6;    ///< numbered seeds: gap-timeout job runs
+    std::size_t gap_jumps = 4;   ///< numbered seeds: clock jumps by the gap timeout
 };
 
 }  // namespace seqinbox::sim

@@ -1,9 +1,12 @@
 #pragma once
 // Everything a seed decides before the first step: the declaration, the workload and how
 // often faults and operations (operator actions, housekeeping) are drawn. The scheduler draws from its own stream of the same seed.
+#include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "declaration_gen.hpp"
+#include "numbered_gen.hpp"
 #include "seqinbox/memory/store.hpp"
 #include "random.hpp"
 #include "workload.hpp"
@@ -28,6 +31,12 @@ struct scenario {
     std::size_t lock_entries = 0;
     static constexpr std::size_t lock_reserve = 8;
 
+    bool numbered() const { return decls.sequences.front().numbered(); }
+    /// The gap timeout of a numbered seed that declares one.
+    std::optional<std::chrono::seconds> gap_timeout() const {
+        return numbered() ? decls.sequences.front().numbering.gap_timeout : std::nullopt;
+    }
+
     memory::store_options store_options() const { return {.lock_entries = lock_entries, .max_batch_records = max_batch_records}; }
 };
 
@@ -47,6 +56,7 @@ inline scenario make_scenario(std::uint64_t seed) {
     s.max_batch_records = rng.chance(20) ? 0 : rng.between(1, 6);  // so that batches come in parts
     s.lock_entries = s.max_batch_records == 0 ? 0 : s.max_batch_records + scenario::lock_reserve;
     s.decls.sequences.front().buffer = draw_buffer_limit(rng);  // drawn last: the draws above stay as they were
+    draw_numbered(s.decls, s.work, seed);  // a stream of its own: the draws above stay as they were
     return s;
 }
 

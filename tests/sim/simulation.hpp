@@ -23,6 +23,7 @@
 #include "checker.hpp"
 #include "consumer.hpp"
 #include "listener_probe.hpp"
+#include "numbered_run.hpp"
 #include "operations.hpp"
 #include "run_types.hpp"
 #include "scenario.hpp"
@@ -60,6 +61,7 @@ public:
         }
         for (std::size_t h = 0; h < housekeepers; ++h) housekeepers_.emplace_back(store_, sink_, housekeeping_of(h), clock_);
         probe_.ask_processed([this](const claim_key& key) { return processed(key); });
+        if (s.numbered()) numbered_run_.watch(probe_, nothing_lost_);
     }
     simulation(const simulation&) = delete;
     simulation& operator=(const simulation&) = delete;
@@ -107,6 +109,8 @@ public:
     std::size_t operands(kind<run_actions>) const { return action_runners; }
     std::size_t operands(kind<housekeep>) const { return housekeepers; }
     std::size_t operands(kind<pass_time>) const { return 2; }
+    std::size_t operands(kind<time_out_gaps>) const { return scenario_.gap_timeout() ? action_runners : 0; }
+    std::size_t operands(kind<pass_gap_time>) const { return scenario_.gap_timeout() ? 1 : 0; }
 
     bool allows(const advance& a) const {
         if (tasks_[a.consumer]) return !blocked_[a.consumer];
@@ -147,6 +151,10 @@ public:
         return h.runner < housekeepers && !tasks_[housekeeper_slot(h.runner)] && used_.housekeeping_runs < limits_.housekeeping_runs;
     }
     bool allows(const pass_time& p) const { return p.span < 2 && used_.time_jumps < limits_.time_jumps; }
+    bool allows(const time_out_gaps& g) const {
+        return scenario_.gap_timeout() && g.runner < action_runners && !tasks_[runner_slot(g.runner)] && used_.gap_runs < limits_.gap_runs;
+    }
+    bool allows(const pass_gap_time& p) const { return scenario_.gap_timeout() && p.span == 0 && used_.gap_jumps < limits_.gap_jumps; }
 
     bool allows(const step& s) const {
         return std::visit([&](const auto& k) { return allows(k); }, s);
@@ -294,7 +302,7 @@ private:
     }
 
     void apply(const request_action& r) {
-        const action_request request = action_requests(store_)[r.target];
+        const action_request request = action_requests(store_, scenario_.numbered())[r.target];
         ++used_.requests;
         ++counts_["requests_" + request.action_name()];
         start(console_slot(), "operator", [this, request] {
@@ -313,22 +321,26 @@ private:
     void apply(const housekeep& h) {
         ++used_.housekeeping_runs;
         ++counts_["housekeeping_runs"];
-        start(housekeeper_slot(h.runner), "h" + std::to_string(h.runner), [this, h] { count_housekeeping(housekeepers_[h.runner].run_once()); });
+        start(housekeeper_slot(h.runner), "h" + std::to_string(h.runner), [this, h] { count_housekeeping(housekeepers_[h.runner].run_once(), counts_); });
+    }
+
+    void apply(const time_out_gaps& g) {
+        ++used_.gap_runs;
+        ++counts_["gap_runs"];
+        start(runner_slot(g.runner), "g" + std::to_string(g.runner),
+              [c = consumers_[runner_slot(g.runner)].get(), page = 1 + g.runner] { c->time_out_gaps(page); });
+    }
+
+    void apply(const pass_gap_time&) {
+        ++used_.gap_jumps;
+        ++counts_["gap_time_jumps"];
+        clock_.advance(*scenario_.gap_timeout() + std::chrono::seconds(1));
     }
 
     void apply(const pass_time& p) {
         ++used_.time_jumps;
         ++counts_["time_jumps"];
         clock_.advance(time_span(p.span));
-    }
-
-    /// Called on the housekeeper's task; the step hand-over orders it before the controller reads.
-    void count_housekeeping(const housekeeping_report& report) {
-        counts_["housekeeping_closed_removed"] += report.closed_removed;
-        counts_["housekeeping_marked"] += report.marked;
-        counts_["housekeeping_expired_removed"] += report.expired_removed;
-        counts_["housekeeping_forwarded"] += report.forwarded;
-        counts_["housekeeping_jobs_skipped"] += report.skipped.size();
     }
 
     /// A housekeeper moved: instances it removed start a new life for their context and keys.
@@ -385,6 +397,7 @@ private:
         const auto rows = store_.messages();
         unique_rows_.run(rows, probe_, log_);
         own_instance_.run(store_, rows, log_);
+        numbered_run_.check_rows(rows, log_);
         std::fill(blocked_.begin(), blocked_.end(), false);
     }
 
@@ -395,6 +408,7 @@ private:
             c->source.acknowledged.clear();
         }
         sunk_.catch_up(sink_);
+        numbered_run_.observe();
         nothing_lost_.run(store_, sunk_, probe_, log_);
         store_errors_.run(sink_, log_);
     }
@@ -479,9 +493,10 @@ private:
             own_instance_.run(store_, store_.messages(), log_);
             const bool connection_lost = counts_["faults_connection_lost"] + counts_["faults_crash_database"] + counts_["deadlocks_broken"] > 0;
             const std::set<claim_key> in_source = left_in_sources();
-            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_, in_source}, log_)
+            final_state_check({store_, sink_, probe_, scenario_.decls, writes_claims<Claim>, connection_lost, removed_keys_, in_source, numbered_run_.skipped_number()}, log_)
                 .run(scenario_.work, delivered_);
-            check_overflow_dead_letters(store_, sink_, log_);
+            if (scenario_.numbered()) numbered_run_.check_at_end(probe_, connection_lost, log_);
+            check_overflow_dead_letters(store_, sink_, probe_, log_, numbered_run_.skipped_number());
             if (scenario_.required) check_effects_once(store_, probe_, scenario_.work, delivered_, removed_keys_, log_);
         }
         count_outcomes();
@@ -490,23 +505,7 @@ private:
     }
 
     void count_outcomes() {
-        for (const auto& c : consumers_) {
-            const auto& r = c->report;
-            counts_["outcome_processed"] += r.outcomes[static_cast<std::size_t>(outcome::processed)];
-            counts_["outcome_buffered"] += r.outcomes[static_cast<std::size_t>(outcome::buffered)];
-            counts_["outcome_duplicate"] += r.outcomes[static_cast<std::size_t>(outcome::duplicate)];
-            counts_["outcome_failed"] += r.outcomes[static_cast<std::size_t>(outcome::failed)];
-            counts_["batches"] += r.batches;
-            counts_["batched_deliveries"] += r.batched;
-            counts_["released"] += r.released;
-            counts_["release_failures"] += r.release_failures;
-            counts_["connection_errors"] += r.connection_errors;
-            counts_["lock_table_errors"] += r.lock_table_errors;
-            counts_["buffer_rejects"] += r.buffer_rejects;
-            count_overflows(c->overflows, counts_);
-            counts_["batch_records_given_back"] += c->source.given_back;
-            counts_["actions_executed"] += r.actions_executed;
-        }
+        for (const auto& c : consumers_) c->add_counts(counts_);
         counts_["operator_replays"] += probe_.operator_replays();
         counts_["instances_removed"] += instances_removed_;
         for (const auto& p : processes_) {
@@ -516,6 +515,7 @@ private:
         }
         counts_["lock_table_exhausted"] += memory::testing::lock_table_exhausted(store_);
         ++counts_[scenario_.required ? "seeds_required" : "seeds_not_supported"];
+        if (scenario_.numbered()) ++counts_["seeds_numbered"];
         for (const auto& m : scenario_.work.messages)
             if (probe_.successes(m.key()) > 1) ++counts_["at_least_once_repeats"];
     }
@@ -536,7 +536,7 @@ private:
 
     /// How many requests an operator may make in the current state.
     std::size_t request_count() const {
-        if (!request_count_) request_count_ = action_request_count(store_);
+        if (!request_count_) request_count_ = action_request_count(store_, scenario_.numbered());
         return *request_count_;
     }
     /// What the choosers ask is derived from the store once per state: a step changes the state.
@@ -565,6 +565,7 @@ private:
     memory::error_sink sink_;
     clock::manual_clock clock_;
     listener_probe probe_;
+
     unique_rows_check unique_rows_;
     store_error_check store_errors_;
     own_instance_check own_instance_{scenario_.work};
@@ -573,11 +574,12 @@ private:
     bool store_changed_ = false;  // a housekeeper's step or a crash: see watch_buffers
     sink_index sunk_;
     nothing_lost_check nothing_lost_;
+    numbered_run numbered_run_{store_, sunk_, scenario_};
     removal_check removal_;
     std::set<claim_key> removed_keys_;  // keys whose instance housekeeping removed
     std::size_t instances_removed_ = 0;
     operation_limits limits_;
-    operation_limits used_{0, 0, 0, 0, 0, 0};
+    operation_limits used_{0, 0, 0, 0, 0, 0, 0, 0};
     mutable std::optional<std::size_t> request_count_;  // derived state, see forget_derived_state
     mutable std::optional<bool> actions_pending_;
     std::vector<std::unique_ptr<process_store<Store>>> processes_;  // before the consumers, which use them

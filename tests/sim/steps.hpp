@@ -88,8 +88,15 @@ struct housekeep { static constexpr kind_info info{"housekeep", 4, scaled_by::op
 /// removal delay, so that expiry marking and removal have work.
 struct pass_time { static constexpr kind_info info{"pass_time", 2, scaled_by::operations, "s"}; std::size_t span; };
 
+/// Numbered seeds with a gap timeout: action runner `runner` runs the gap-timeout job
+/// (run_gap_timeouts) on a task of its own. None in other seeds, whose draws stay as they were.
+struct time_out_gaps { static constexpr kind_info info{"time_out_gaps", 5, scaled_by::operations, "r"}; std::size_t runner; };
+
+/// Numbered seeds with a gap timeout: the shared clock jumps by the gap timeout and a second.
+struct pass_gap_time { static constexpr kind_info info{"pass_gap_time", 3, scaled_by::operations, "s"}; std::size_t span; };
+
 using step = std::variant<advance, poll_batch, arrive, listener_throw, lose_connection, lose_claim_connection, crash_before_ack, crash_database,
-                          lock_table_full, resend, request_action, run_actions, housekeep, pass_time>;
+                          lock_table_full, resend, request_action, run_actions, housekeep, pass_time, time_out_gaps, pass_gap_time>;
 
 /// Tag to select a step kind in overloads without an operand.
 template <class Kind>

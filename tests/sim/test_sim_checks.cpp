@@ -289,6 +289,16 @@ BOOST_AUTO_TEST_CASE(an_overflow_check_that_never_fires_is_caught) {
     expect_caught<planted_defect::overflow_check_skipped>("buffer_over_limit", 200);
 }
 
+// ---- issue 38: numbered sequences ----
+
+BOOST_AUTO_TEST_CASE(a_release_past_a_missing_number_is_caught) {
+    expect_caught<planted_defect::number_gap_released>("number_released_after_gap", 200);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_key_of_a_waiting_number_stored_beside_it_is_caught) {
+    expect_caught<planted_defect::number_duplicate_check_skipped>("number_waiting_twice", 200);
+}
+
 // A row stored after its claim transaction died excuses one row over the bound while it waits,
 // and no longer once it left WAITING (should it be buffered again, that is under the lock).
 BOOST_AUTO_TEST_CASE(the_buffer_bound_excuses_exactly_the_rows_stored_outside_the_lock) {

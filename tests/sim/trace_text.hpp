@@ -57,10 +57,11 @@ struct trace_text {
         if (const auto* a = std::get_if<arrive>(&s)) {
             const auto& d = sim.scenario_.work.deliveries[a->delivery];
             const auto& m = sim.scenario_.work.messages[d.message];
-            return text + " " + m.type + "/" + m.id + " " + m.context + " -> c" + std::to_string(d.consumer);
+            const std::string number = m.number ? " #" + std::to_string(*m.number) : "";
+            return text + " " + m.type + "/" + m.id + number + " " + m.context + " -> c" + std::to_string(d.consumer);
         }
         if (const auto* r = std::get_if<request_action>(&s)) {
-            const auto request = action_requests(sim.store_)[r->target];
+            const auto request = action_requests(sim.store_, sim.scenario_.numbered())[r->target];
             return text + " " + request.action_name() + " " + request.target;
         }
         std::visit([&](const auto& k) {

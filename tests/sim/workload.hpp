@@ -3,6 +3,8 @@
 // copies are duplicates), every copy to a random simulated consumer, all copies in one shuffled
 // arrival order (so successors often arrive before their predecessors).
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ struct logical_message {
     std::string type;
     std::string id;       ///< idempotence id, unique in the workload
     std::string context;  ///< context id (the record key)
+    std::optional<std::int64_t> number{};  ///< its sequence number (header `seq`), numbered seeds only
 
     claim_key key() const { return {type, id}; }
 };
@@ -34,7 +37,9 @@ struct workload {
 
     envelope record_of(const planned_delivery& d) const {
         const auto& m = messages[d.message];
-        return testing::record(m.type, m.id, m.context);
+        envelope e = testing::record(m.type, m.id, m.context);
+        if (m.number) e.headers.push_back({"seq", std::to_string(*m.number)});
+        return e;
     }
 };
 
@@ -52,14 +57,19 @@ inline std::size_t copies(random& rng) {
     return rng.chance(35) ? 2 : 1;
 }
 
+/// Every logical message sent 1 to 3 times, each copy to a random consumer, in one shuffled order.
+inline void plan_deliveries(workload& w, random& rng) {
+    for (std::size_t m = 0; m < w.messages.size(); ++m)
+        for (std::size_t n = copies(rng); n > 0; --n) w.deliveries.push_back({m, rng.below(w.consumers)});
+    rng.shuffle(w.deliveries);
+}
+
 inline workload random_workload(const declarations<testing::message>& decls, random& rng) {
     workload w;
     w.consumers = rng.between(2, 4);
     const std::size_t contexts = rng.between(1, 4);
     for (std::size_t c = 0; c < contexts; ++c) add_messages_of_context(w, decls.sequences.front(), "ctx" + std::to_string(c), rng);
-    for (std::size_t m = 0; m < w.messages.size(); ++m)
-        for (std::size_t n = copies(rng); n > 0; --n) w.deliveries.push_back({m, rng.below(w.consumers)});
-    rng.shuffle(w.deliveries);
+    plan_deliveries(w, rng);
     return w;
 }
 
