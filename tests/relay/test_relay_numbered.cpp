@@ -142,7 +142,8 @@ BOOST_AUTO_TEST_CASE(under_hold_show_and_the_api_name_the_missing_numbers_and_sk
     relay_process relay = start_relay(world);
     const auto port = relay.http_port();
     BOOST_TEST_REQUIRE(port != 0, relay.log());
-    BOOST_TEST_REQUIRE(world.wait_for_input_decided(consumer_group, 1), relay.log());
+    BOOST_TEST_REQUIRE(world.wait_for_output(1, std::chrono::seconds(60)), relay.log());
+    BOOST_TEST_REQUIRE(wait_for_count(world.conninfo, "SELECT count(*) FROM sequenced_message WHERE state = 'WAITING'", 3), relay.log());
 
     const auto shown = run_cli(with_db(world, "show") + " LedgerSequence h");
     BOOST_TEST(contains(shown.output, "numbers: last released 1; waiting 4 5; missing 2-3\n"), shown.output);
