@@ -349,6 +349,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(consume_all_replays_a_numbered_instance_in_number_
     expect_outcome(h.deliver(conf::entry("e10", "a", 10)), outcome::processed);
 }
 
+// A WAITING row below the expected number (an operator consumed a later one) is not the gap.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_gap_behind_a_row_left_below_the_expected_number_still_times_out, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger_with_gap(si::gap_policy::skip));
+    h.deliver(conf::entry("e2", "a", 2));
+    h.deliver(conf::entry("e4", "a", 4));
+    h.deliver(conf::entry("e7", "a", 7));
+    BOOST_TEST(si::accepted(b.store.request_message_action(b.messages_with_key({"LedgerEntry", "e4"}).front().id,
+                                                           si::message_action::consume, b.clock.now())));
+    h.inbox->run_pending_actions();  // 4 released out of order: 5 expected, 2 left below it
+    b.clock.advance(std::chrono::minutes(2));
+    BOOST_TEST(h.inbox->run_gap_timeouts() == 1u, "the gap 5 to 6");
+    expect_rows(b, "LedgerEntry", "e7", {"PROCESSED"});
+    expect_rows(b, "LedgerEntry", "e2", {"WAITING"});
+    h.deliver(conf::entry("e9", "a", 9));
+    const auto instance = b.find_instance("LedgerSequence", "a")->id;
+    BOOST_TEST(si::accepted(b.store.request_instance_action(instance, si::instance_action::skip_gap, b.clock.now())));
+    h.inbox->run_pending_actions();
+    expect_rows(b, "LedgerEntry", "e9", {"PROCESSED"});
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(without_a_gap_timeout_a_gap_waits, Backend, backends) {
     Backend b;
     conf::harness<Backend> h(b, {}, conf::ledger());

@@ -117,13 +117,14 @@ struct mariadb_backend : fixture_parts<mariadb::store> {
 private:
     std::vector<message_record> select_messages(const std::string& where, const std::string& a, const std::string& b) {
         message_record row;
-        long long id = 0, instance = 0, created = 0, changed = 0;
+        long long id = 0, instance = 0, created = 0, changed = 0, number = 0;
+        soci::indicator number_null = soci::i_null;
         std::string state;
         soci::statement st = (admin.prepare << "SELECT id, sequence_instance_id, message_type, idempotence_id, state, " +
                                                    detail::us_of("created_at") + ", " + detail::us_of("state_changed_at") +
-                                                   " FROM sequenced_message " + where + " ORDER BY id",
+                                                   ", sequence_number FROM sequenced_message " + where + " ORDER BY id",
                               soci::into(id), soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id), soci::into(state),
-                              soci::into(created), soci::into(changed), soci::use(a), soci::use(b));
+                              soci::into(created), soci::into(changed), soci::into(number, number_null), soci::use(a), soci::use(b));
         std::vector<message_record> rows;
         for (bool more = st.execute(true); more; more = st.fetch()) {
             row.id = id;
@@ -131,6 +132,8 @@ private:
             row.state = state == "WAITING" ? message_state::waiting : state == "PROCESSED" ? message_state::processed : message_state::failed;
             row.created_at = detail::from_mariadb_us(created);
             row.state_changed_at = detail::from_mariadb_us(changed);
+            row.number.reset();
+            if (number_null == soci::i_ok) row.number = number;
             rows.push_back(row);
         }
         for (auto& r : rows)

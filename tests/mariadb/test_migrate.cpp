@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(a_version_1_database_with_data_is_upgraded) {
          " VALUES ('S', 'c', 'CLOSED', '2026-01-01 00:00:00', '2026-01-02 00:00:00.5', '2026-01-01 06:00:00')";
     std::string text;
     BOOST_TEST(failure_of([&] { mdb::store store({.url = url}); }, text) == "schema_mismatch");
-    BOOST_TEST(mdb::migrate(url).applied == (std::vector<int>{2, 3}), boost::test_tools::per_element());
+    BOOST_TEST(mdb::migrate(url).applied == (std::vector<int>{2, 3, 4}), boost::test_tools::per_element());
     BOOST_TEST(index_columns(s, "sequenced_message_instance_types") == 3);  // V2
     BOOST_TEST(index_columns(s, "sequence_instance_closed_groups") == 5);   // V3
     BOOST_TEST(index_columns(s, "sequence_instance_closed_window") == 0);   // V1's, replaced by V3's
@@ -141,6 +141,32 @@ BOOST_AUTO_TEST_CASE(a_version_1_database_with_data_is_upgraded) {
     BOOST_TEST(retention_us == 86'400'500'000LL);  // the existing row's group and closing time
     BOOST_TEST(closed_key == "2026-01-01 06:00:00.000000");
     mdb::store store({.url = url});
+}
+
+// A database of schema version 3 with messages takes V4's columns and indexes (numbered
+// sequences): its rows have no number, its instances skipped none, and they take SKIP_GAP.
+BOOST_AUTO_TEST_CASE(a_version_3_database_with_messages_is_upgraded) {
+    const auto url = mariadb_server::shared().create_database();
+    BOOST_TEST(mdb::migrate(url, {.target_version = 3}).applied == (std::vector<int>{1, 2, 3}), boost::test_tools::per_element());
+    auto s = session_on(url);
+    s << "INSERT INTO sequence_instance (id, name, context_id, state, created_at, retain_until)"
+         " VALUES (1, 'S', 'c', 'OPEN', '2026-01-01 00:00:00', '2026-01-02 00:00:00')";
+    s << "INSERT INTO sequence_instance_lock (sequence_instance_id) VALUES (1)";
+    s << "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at)"
+         " VALUES (1, 'T', 'm1', 'PROCESSED', '2026-01-01 00:00:00', '2026-01-01 00:00:00')";
+    BOOST_TEST(mdb::migrate(url).applied == std::vector<int>{4}, boost::test_tools::per_element());
+    BOOST_TEST(index_columns(s, "sequenced_message_instance_numbers") == 3);
+    BOOST_TEST(index_columns(s, "sequence_instance_name_state") == 3);
+    mdb::store store({.url = url});
+    auto found = store.find_message(si::claim_key{"T", "m1"});
+    BOOST_TEST_REQUIRE(found.has_value());
+    BOOST_TEST(!found->message.number.has_value());
+    const auto skip_gap = store.request_instance_action(1, si::instance_action::skip_gap, si::timestamp{});
+    BOOST_TEST(si::accepted(skip_gap), "V4's constraint takes SKIP_GAP");
+    auto tx = store.begin();
+    BOOST_TEST(!tx.last_released_number(1).has_value());
+    tx.skip_numbers(1, 4);
+    BOOST_TEST(tx.last_released_number(1).value_or(0) == 4);
 }
 
 // A server whose sessions start with autocommit off (`autocommit = 0` in its configuration): each

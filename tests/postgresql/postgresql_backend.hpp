@@ -124,14 +124,16 @@ struct basic_postgresql_backend : fixture_parts<postgresql::store> {
 private:
     std::vector<message_record> select_messages(const std::string& where, const std::string& a, const std::string& b) {
         message_record row;
-        long long id = 0, instance = 0, created = 0, changed = 0;
+        long long id = 0, instance = 0, created = 0, changed = 0, number = 0;
         std::string state;
+        soci::indicator number_null = soci::i_null;
         soci::statement st = (admin.prepare << "SELECT id, sequence_instance_id, message_type, idempotence_id, state,"
                                                " CAST(extract(epoch FROM created_at) * 1000000 AS bigint),"
-                                               " CAST(extract(epoch FROM state_changed_at) * 1000000 AS bigint)"
+                                               " CAST(extract(epoch FROM state_changed_at) * 1000000 AS bigint), sequence_number"
                                                " FROM sequenced_message " + where + " ORDER BY id",
                               soci::into(id), soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
-                              soci::into(state), soci::into(created), soci::into(changed), soci::use(a), soci::use(b));
+                              soci::into(state), soci::into(created), soci::into(changed), soci::into(number, number_null),
+                              soci::use(a), soci::use(b));
         std::vector<message_record> rows;
         for (bool more = st.execute(true); more; more = st.fetch()) {
             row.id = id;
@@ -139,6 +141,7 @@ private:
             row.state = detail::parse_state(state);
             row.created_at = detail::from_us(created);
             row.state_changed_at = detail::from_us(changed);
+            row.number = number_null == soci::i_ok ? std::optional<std::int64_t>(number) : std::nullopt;
             rows.push_back(row);
         }
         for (auto& r : rows)

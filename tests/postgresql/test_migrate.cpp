@@ -159,6 +159,43 @@ BOOST_AUTO_TEST_CASE(housekeeping_indexes_are_partial_and_valid) {
                                         " '%(retain_until, id) WHERE ((state = ''OPEN''::text) AND (remove_after IS NULL))'") == 1);
 }
 
+// And V10's check of an instance's pending action, added NOT VALID, is validated by V11.
+BOOST_AUTO_TEST_CASE(numbered_sequence_indexes_are_partial_and_valid) {
+    const auto conninfo = pg_server::shared().create_database();
+    pg::migrate(conninfo);
+    soci::session s(soci::postgresql, conninfo);
+    for (const std::string index : {"sequenced_message_processed_number", "sequenced_message_waiting_number",
+                                    "sequenced_message_waiting_number_since"})
+        BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indisvalid"
+                                            " AND c.relname = '" + index + "' AND pg_get_expr(i.indpred, i.indrelid)"
+                                            " LIKE '%sequence_number IS NOT NULL%'") == 1, index);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM pg_constraint WHERE conname = 'sequence_instance_pending_action_check'"
+                                        " AND convalidated AND pg_get_constraintdef(oid) LIKE '%SKIP_GAP%'") == 1);
+}
+
+// V10 keeps V6's signatures for the processes of the previous version still running while the
+// schema is upgraded: they go on storing rows, without a number; rows stored before keep none.
+BOOST_AUTO_TEST_CASE(the_store_functions_of_the_previous_version_still_store_rows_without_a_number) {
+    const auto conninfo = pg_server::shared().create_database();
+    const int numbered = 10;
+    pg::migrate(conninfo, {.target_version = numbered - 1});
+    soci::session s(soci::postgresql, conninfo);
+    const auto instance = std::to_string(seqinbox::test::create_instance(s, "orders", "o-1"));
+    const std::string store_one = "SELECT seqinbox_store_message(" + instance +
+                                  ", 'OrderCreated', :id, 'PROCESSED', now(), now(), false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '')";
+    std::string outcome;
+    s << store_one, soci::use(std::string("before")), soci::into(outcome);
+    pg::migrate(conninfo);
+    s << store_one, soci::use(std::string("after")), soci::into(outcome);
+    BOOST_TEST(outcome == "INSERTED");
+    s << "SELECT seqinbox_store_messages(ARRAY[CAST(" + instance + " AS bigint)], ARRAY['OrderCreated'], ARRAY['many'], ARRAY['PROCESSED'],"
+         " ARRAY[CAST(0 AS bigint)], ARRAY[CAST(0 AS bigint)], ARRAY[false], ARRAY[CAST(NULL AS text)], ARRAY[CAST(NULL AS text)],"
+         " ARRAY[CAST(NULL AS integer)], ARRAY[CAST(NULL AS bigint)], ARRAY[CAST(NULL AS text)], ARRAY[CAST(NULL AS text)],"
+         " ARRAY[CAST(NULL AS text)], ARRAY[CAST(0 AS bigint)], ARRAY[''])";
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM sequenced_message WHERE sequence_number IS NULL") == 3);
+    BOOST_TEST(seqinbox::test::count(s, "SELECT count(*) FROM sequence_instance WHERE skipped_through IS NULL") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(the_index_script_runs_again_after_stopping_halfway) {
     // V7 runs outside a transaction (CREATE INDEX CONCURRENTLY): a migration stopped after its
     // first index leaves that index behind without a history row; the next run completes it.

@@ -19,6 +19,7 @@ namespace seqinbox::mariadb {
 
 using detail::microseconds_of;
 using detail::number_at;
+using detail::parse_instance_action;
 using detail::text_at;
 using detail::time_literal;
 
@@ -28,7 +29,6 @@ namespace {
 constexpr std::string_view holds_record = "record_headers IS NOT NULL";
 
 message_action parse_message_action(std::string_view s) { return s == "CONSUME" ? message_action::consume : message_action::expire; }
-instance_action parse_instance_action(std::string_view s) { return s == "CLOSE" ? instance_action::close : instance_action::consume_all; }
 
 }  // namespace
 

@@ -60,6 +60,12 @@ message_state parse_message_state(std::string_view s) {
     return s == "WAITING" ? message_state::waiting : s == "PROCESSED" ? message_state::processed : message_state::failed;
 }
 
+instance_action parse_instance_action(std::string_view s) {
+    for (auto a : {instance_action::consume_all, instance_action::close, instance_action::skip_gap})
+        if (to_string(a) == s) return a;
+    throw std::invalid_argument("a pending action of a sequence instance is '" + std::string(s) + "'");
+}
+
 std::string encode_headers(const std::vector<header>& headers) {
     std::string out;
     for (const auto& h : headers) {
@@ -138,7 +144,7 @@ long long number_at(const row& r, std::size_t i) {
 
 std::string message_columns() {
     return "m.id, m.sequence_instance_id, m.message_type, m.idempotence_id, m.state, " + microseconds_of("m.created_at") + ", " +
-           microseconds_of("m.state_changed_at");
+           microseconds_of("m.state_changed_at") + ", m.sequence_number";
 }
 
 std::string message_columns_with_record() {
@@ -156,6 +162,8 @@ message_record message_at(const row& row, bool with_record, std::size_t first) {
     m.state = parse_message_state(text_at(row, i++));
     m.created_at = from_microseconds(number_at(row, i++));
     m.state_changed_at = from_microseconds(number_at(row, i++));
+    if (!null_at(row, i)) m.number = number_at(row, i);
+    ++i;
     if (!with_record || number_at(row, i++) == 0) return m;
     envelope e;
     e.cluster = text_at(row, i++);

@@ -15,6 +15,7 @@
 
 #include "result_row.hpp"
 #include "seqinbox/envelope.hpp"
+#include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/model.hpp"
 
 namespace seqinbox::mariadb::detail {
@@ -52,6 +53,8 @@ std::vector<std::string> joined_within(const std::vector<std::string>& items, st
 timestamp from_microseconds(long long us);
 std::string_view state_text(message_state s);
 message_state parse_message_state(std::string_view s);
+/// An instance's pending_action as written by to_string(instance_action).
+instance_action parse_instance_action(std::string_view s);
 
 /// Headers as record_headers keeps them (see schema/mariadb/V1), and back.
 std::string encode_headers(const std::vector<header>& headers);
@@ -72,6 +75,8 @@ std::string message_columns_with_record();
 /// A message row read from message_columns() (and, with `with_record`, the record columns
 /// that follow), starting at column `first`.
 message_record message_at(const row& row, bool with_record, std::size_t first = 0);
+/// How many columns message_columns() has.
+inline constexpr std::size_t message_column_count = 8;
 
 /// The columns of sequence_instance `i` that instance_at reads.
 std::string instance_columns();

@@ -37,13 +37,18 @@ std::string record_values(const envelope& e, bool assign) {
     return text;
 }
 
+/// The row's sequence number as SQL: NULL outside numbered sequences.
+std::string number_literal(const message_record& row) { return row.number ? std::to_string(*row.number) : "NULL"; }
+
 /// The insert of `row`; with a `condition` (" WHERE ..."), an INSERT ... SELECT of it.
 std::string insert_sql(const message_record& row, const std::string& condition = {}) {
     const bool with_record = row.payload.has_value();
     const std::string values = std::to_string(row.instance) + ", " + bytes_literal(row.type) + ", " + bytes_literal(row.idempotence_id) +
                                ", '" + std::string(detail::state_text(row.state)) + "', " + time_literal(row.created_at) + ", " +
-                               time_literal(row.state_changed_at) + (with_record ? record_values(*row.payload, false) : "");
-    return "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at" +
+                               time_literal(row.state_changed_at) + ", " + number_literal(row) +
+                               (with_record ? record_values(*row.payload, false) : "");
+    return "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at, state_changed_at, "
+           "sequence_number" +
            std::string(with_record ? ", cluster, topic, `partition`, `offset`, record_key, record_value, traceparent, record_time, "
                                      "record_headers"
                                    : "") +
@@ -174,7 +179,8 @@ stored_as store::transaction::store_message(message_record row, bool write_at_co
                      stored_as::updated);
     if (newest_failed != 0)
         return write("UPDATE sequenced_message SET state = " + state + ", state_changed_at = " + time_literal(row.state_changed_at) +
-                         (row.payload ? record_values(*row.payload, true) : "") + " WHERE id = " + std::to_string(newest_failed),
+                         ", sequence_number = " + number_literal(row) + (row.payload ? record_values(*row.payload, true) : "") +
+                         " WHERE id = " + std::to_string(newest_failed),
                      stored_as::updated);
     return write(insert_sql(row), stored_as::inserted);
 }

@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "codec.hpp"
+#include "connection.hpp"
+#include "numbered_reads.hpp"
 #include "seqinbox/mariadb/store.hpp"
 #include "store_parts.hpp"
 
 namespace seqinbox::mariadb {
 
+using detail::message_column_count;
 using detail::microseconds_of;
 using detail::number_at;
+using detail::parse_instance_action;
 using detail::text_at;
 
 namespace {
@@ -47,7 +51,6 @@ std::string limited(std::size_t limit) {
 }
 
 message_action parse_message_action(std::string_view s) { return s == "CONSUME" ? message_action::consume : message_action::expire; }
-instance_action parse_instance_action(std::string_view s) { return s == "CLOSE" ? instance_action::close : instance_action::consume_all; }
 
 /// A message row with its pending request: message_columns() then the action and its time.
 std::string message_with_request_columns() {
@@ -59,7 +62,14 @@ std::optional<message_request> request_at(const detail::row& row, const message_
     return message_request{m.id, parse_message_action(text_at(row, first)), detail::from_microseconds(number_at(row, first + 1))};
 }
 
-constexpr std::size_t message_column_count = 7;
+/// Where a numbered instance stands (empty for another): two reads of V4's index.
+numbered_progress numbering_of(detail::connection& c, instance_id instance) {
+    numbered_progress progress;
+    c.rows(detail::last_released_sql(instance), [&](const detail::row& r) { progress.last_released = detail::released_at(r); });
+    c.rows(detail::waiting_numbers_sql(instance, max_waiting_numbers_shown),
+           [&](const detail::row& r) { progress.waiting.push_back(number_at(r, 0)); });
+    return progress;
+}
 
 }  // namespace
 
@@ -176,6 +186,7 @@ std::optional<instance_view> store::view_where(const std::string& where, const m
         }
         c.rows("SELECT state, count(*) FROM sequenced_message WHERE sequence_instance_id = " + id + " GROUP BY state",
                [&](const detail::row& r) { view->counts[detail::parse_message_state(text_at(r, 0))] = static_cast<std::size_t>(number_at(r, 1)); });
+        view->numbering = numbering_of(c, view->instance.id);
         return view;
     });
 }

@@ -35,7 +35,8 @@ std::size_t queue_find(detail::pipeline& batch, const claim_key& key) {
 /// The row at `row` of a result whose columns from `first` on are those of message_find_sql.
 message_record found_row(const detail::result& r, int row, int first, const claim_key& key) {
     return {r.number(row, first), r.number(row, first + 1), key.type, key.idempotence_id, parse_message_state(r.text(row, first + 2)),
-            from_microseconds(r.number(row, first + 3)), from_microseconds(r.number(row, first + 4)), std::nullopt};
+            from_microseconds(r.number(row, first + 3)), from_microseconds(r.number(row, first + 4)), std::nullopt,
+            detail::number_or_null(r, row, first + 5)};
 }
 
 std::vector<message_record> found_rows(const detail::result& r, const claim_key& key) {

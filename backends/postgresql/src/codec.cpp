@@ -117,7 +117,7 @@ message_action parse_message_action(std::string_view text) {
 }
 
 instance_action parse_instance_action(std::string_view text) {
-    return parse("instance action", text, {instance_action::consume_all, instance_action::close});
+    return parse("instance action", text, {instance_action::consume_all, instance_action::close, instance_action::skip_gap});
 }
 
 stored_as parse_stored_as(std::string_view text) {

@@ -47,6 +47,8 @@ void bind_row(Insert& s, const message_record& row) {
     s.state = std::string(to_string(row.state));
     s.created_at = to_microseconds(row.created_at);
     s.state_changed_at = to_microseconds(row.state_changed_at);
+    s.number = row.number.value_or(0);
+    s.number_null = row.number ? soci::i_ok : soci::i_null;
 }
 
 void execute(detail::connection& c, const message_insertion& w) {
@@ -93,7 +95,7 @@ std::vector<detail::parameter> store_parameters(const message_record& row) {
             microseconds_text(row.created_at), microseconds_text(row.state_changed_at), row.payload ? "1" : "0", c.cluster,
             c.topic, std::to_string(c.partition), std::to_string(c.offset), or_null(c.key, c.key_null), or_null(c.value, c.value_null),
             or_null(c.traceparent, c.traceparent_null), std::to_string(c.record_time),
-            c.headers};
+            c.headers, row.number ? detail::parameter(std::to_string(*row.number)) : std::nullopt};
 }
 
 /// Rows of parameters as one array parameter per column.
@@ -112,6 +114,8 @@ void queue_rows(detail::pipeline& batch, const detail::named_sql& sql, const std
 }
 
 void queue_write(detail::pipeline& batch, const actions_clearing& w) { detail::queue_actions_clearing(batch, w.instance, w.read); }
+
+void queue_write(detail::pipeline& batch, const numbers_skipping& w) { detail::queue_numbers_skipping(batch, w.instance, w.through); }
 
 
 /// Queues deferred writes in their order, but the state changes in one statement (the last of
@@ -182,6 +186,7 @@ const char* describe(const deferred_write& w) {
             else if constexpr (std::is_same_v<W, message_storing>) return "storing a sequenced message";
             else if constexpr (std::is_same_v<W, state_change>) return "updating a sequenced message state";
             else if constexpr (std::is_same_v<W, actions_clearing>) return "clearing executed operator actions";
+            else if constexpr (std::is_same_v<W, numbers_skipping>) return "recording skipped sequence numbers";
             else if constexpr (std::is_same_v<W, savepoint_taking>) return "creating a savepoint";
             else if constexpr (std::is_same_v<W, savepoint_release>) return "releasing a savepoint";
             else return "closing a sequence instance";

@@ -2,6 +2,7 @@
 // Private to seqinbox::postgresql: the writes a transaction defers until its next read or its
 // commit (transaction_impl.hpp), how they travel (together in one round trip, or one by one), and
 // store_row, the immediate store_message that shares their binding of message rows (messages.cpp).
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -37,6 +38,11 @@ struct actions_clearing {
     instance_id instance;
     pending_actions read;
 };
+/// transaction::skip_numbers.
+struct numbers_skipping {
+    instance_id instance;
+    std::int64_t through;
+};
 /// SAVEPOINT and RELEASE travel with the writes around them: a listener that sends nothing costs
 /// no round trip for its savepoint (see transaction::impl::savepoint).
 struct savepoint_taking {
@@ -48,7 +54,7 @@ struct savepoint_release {
     std::size_t depth;
 };
 using deferred_write = std::variant<claim_deletion, message_insertion, message_storing, state_change, instance_closing, actions_clearing,
-                                    savepoint_taking, savepoint_release>;
+                                    numbers_skipping, savepoint_taking, savepoint_release>;
 
 /// Whether `w` travels in a batch (every write but the insertion of a row with its record).
 bool batchable(const deferred_write& w);

@@ -131,7 +131,7 @@ std::size_t store::remove_instances(std::span<const instance_id> ids, const remo
 // read. A page that took every candidate, fewer than a page's rows, is the last.
 void store::forward_waiting_pages(transaction& tx, const std::string& listed, std::span<const sequence_instance> instances,
                                   const forward_waiting& forward) {
-    constexpr int candidates_column = 14;
+    constexpr int candidates_column = 15;
     instance_id after_instance = 0;
     message_id after_message = 0;
     for (bool more = true; more;) {

@@ -31,7 +31,7 @@ using detail::throw_if_problem;
 void require_storable(const message_record& row) { throw_if_problem(storage_problem(row)); }
 
 /// The instance id of a row of waiting_messages_batch_sql and waiting_messages_of_instances_sql.
-constexpr int waiting_instance_column = 13;
+constexpr int waiting_instance_column = 14;
 
 /// A row of waiting_messages_sql, with its record.
 message_record waiting_row(const detail::result& r, int row, instance_id instance) {
@@ -50,7 +50,7 @@ message_record waiting_row(const detail::result& r, int row, instance_id instanc
     if (!r.null(row, 11)) record.time = from_microseconds(number(11));
     record.headers = detail::decode_headers(r.text(row, 12));
     return {number(0), instance, r.text(row, 1), r.text(row, 2), message_state::waiting, from_microseconds(number(3)),
-            from_microseconds(number(4)), std::move(record)};
+            from_microseconds(number(4)), std::move(record), detail::number_or_null(r, row, 13)};
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ const named_sql& claim_delete_sql() {
 
 const named_sql& message_find_sql() {
     static const named_sql s = named("message_find", "SELECT id, sequence_instance_id, state, " + sql_microseconds("created_at") +
-                                                         ", " + sql_microseconds("state_changed_at") +
+                                                         ", " + sql_microseconds("state_changed_at") + ", sequence_number"
                                                          " FROM sequenced_message WHERE message_type = $1 AND idempotence_id = $2"
                                                          " ORDER BY id");
     return s;
@@ -181,7 +181,7 @@ const named_sql& message_find_batch_sql() {
     static const named_sql s = named(
         "message_find_batch",
         "SELECT m.message_type, m.idempotence_id, m.id, m.sequence_instance_id, m.state, " + sql_microseconds("m.created_at") +
-            ", " + sql_microseconds("m.state_changed_at") +
+            ", " + sql_microseconds("m.state_changed_at") + ", m.sequence_number"
             " FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(message_type, idempotence_id) CROSS JOIN LATERAL"
             " (SELECT * FROM sequenced_message f WHERE f.message_type = k.message_type AND f.idempotence_id = k.idempotence_id"
             " OFFSET 0) AS m ORDER BY m.id");
@@ -210,7 +210,7 @@ const named_sql& messages_store_sql() {
                                      " CAST($4 AS text[]), CAST($5 AS bigint[]), CAST($6 AS bigint[]), CAST($7 AS boolean[]),"
                                      " CAST($8 AS text[]), CAST($9 AS text[]), CAST($10 AS integer[]), CAST($11 AS bigint[]),"
                                      " CAST($12 AS text[]), CAST($13 AS text[]), CAST($14 AS text[]), CAST($15 AS bigint[]),"
-                                     " CAST($16 AS text[]))");
+                                     " CAST($16 AS text[]), CAST($17 AS bigint[]))");
     return s;
 }
 
@@ -237,7 +237,7 @@ std::string waiting_message_columns() {
     return "m.id, m.message_type, m.idempotence_id, " + sql_microseconds("m.created_at") + ", " + sql_microseconds("m.state_changed_at") +
            ", m.cluster, m.topic, m.partition, m.\"offset\", encode(m.key, 'hex'), encode(m.value, 'hex'), " +
            sql_microseconds("m.record_time") +
-           ", COALESCE(m.record_headers, '')";
+           ", COALESCE(m.record_headers, ''), m.sequence_number";
 }
 
 }  // namespace
@@ -275,6 +275,61 @@ const named_sql& waiting_messages_batch_sql() {
             ", m.sequence_instance_id FROM unnest(CAST($1 AS bigint[]), CAST($2 AS text[])) AS w(instance, message_type)"
             " CROSS JOIN LATERAL (SELECT * FROM sequenced_message f WHERE f.sequence_instance_id = w.instance"
             " AND f.state = 'WAITING' AND f.message_type = w.message_type OFFSET 0) AS m ORDER BY m.id");
+    return s;
+}
+
+// One statement: the maximum is one backward descent of V11's index of PROCESSED numbers.
+const named_sql& last_released_number_sql() {
+    static const named_sql s = named(
+        "last_released_number",
+        "SELECT GREATEST((SELECT max(sequence_number) FROM sequenced_message WHERE sequence_instance_id = CAST($1 AS bigint)"
+        " AND state = 'PROCESSED' AND sequence_number IS NOT NULL), (SELECT skipped_through FROM sequence_instance"
+        " WHERE id = CAST($1 AS bigint)))");
+    return s;
+}
+
+// A range scan of V11's index of WAITING numbers, stopping at the limit.
+const named_sql& waiting_numbered_sql() {
+    static const named_sql s = named("waiting_numbered",
+                                     "SELECT " + waiting_message_columns() +
+                                         ", m.sequence_instance_id FROM sequenced_message m WHERE m.sequence_instance_id = $1"
+                                         " AND m.state = 'WAITING' AND m.sequence_number IS NOT NULL AND m.sequence_number >= $2"
+                                         " ORDER BY m.sequence_number, m.id LIMIT $3");
+    return s;
+}
+
+// The same index, each number once: the scan stops after $2 numbers.
+const named_sql& waiting_numbers_sql() {
+    static const named_sql s = named("waiting_numbers", "SELECT DISTINCT sequence_number FROM sequenced_message WHERE sequence_instance_id = $1"
+                                                        " AND state = 'WAITING' AND sequence_number IS NOT NULL ORDER BY 1 LIMIT $2");
+    return s;
+}
+
+// A lower number writes no row version.
+const named_sql& numbers_skip_sql() {
+    static const named_sql s = named("numbers_skip", "UPDATE sequence_instance SET skipped_through = CAST($2 AS bigint) WHERE id = $1"
+                                                     " AND (skipped_through IS NULL OR skipped_through < CAST($2 AS bigint))");
+    return s;
+}
+
+// A loose scan of V11's index of WAITING numbered rows by (instance, stored at): one descent per
+// instance holding some, which gives its oldest; the instance row is then read by its key
+// (LATERAL with LIMIT: as a join, the planner could hash the table). The recursion runs only as
+// far as the LIMIT needs, and yields the instances in id order, which the nested loop keeps.
+// Its cost grows with the instances holding WAITING numbered rows that the batch passes, not
+// with their rows nor with the instances without any.
+const named_sql& stalled_numbered_sql() {
+    static const std::string next_instance =
+        "SELECT sequence_instance_id, created_at FROM sequenced_message WHERE state = 'WAITING' AND sequence_number IS NOT NULL"
+        " AND sequence_instance_id > ";
+    static const named_sql s = named(
+        "stalled_numbered",
+        "WITH RECURSIVE waiting(instance, since) AS ((" + next_instance + "CAST($3 AS bigint) ORDER BY sequence_instance_id, created_at"
+        " LIMIT 1) UNION ALL SELECT n.sequence_instance_id, n.created_at FROM waiting w CROSS JOIN LATERAL (" + next_instance +
+            "w.instance ORDER BY sequence_instance_id, created_at LIMIT 1) AS n)"
+            " SELECT w.instance FROM waiting w CROSS JOIN LATERAL (SELECT 1 FROM sequence_instance i WHERE i.id = w.instance"
+            " AND i.name = $1 AND i.state = 'OPEN' LIMIT 1) AS open_instance WHERE w.since <= " +
+            sql_timestamp("CAST($2 AS bigint)") + " LIMIT $4");
     return s;
 }
 
@@ -380,33 +435,34 @@ const named_sql& waiting_messages_page_sql() {
 message_insert::message_insert(statement_site s)
     : st(prepared(s,
                   "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state, created_at,"
-                  " state_changed_at) VALUES (:instance, :type, :idempotence_id, :state, " +
-                      sql_timestamp(":created_at") + ", " + sql_timestamp(":state_changed_at") + ")",
-                  use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at))) {}
+                  " state_changed_at, sequence_number) VALUES (:instance, :type, :idempotence_id, :state, " +
+                      sql_timestamp(":created_at") + ", " + sql_timestamp(":state_changed_at") + ", :number)",
+                  use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at),
+                  use(number, number_null))) {}
 
 message_insert_with_record::message_insert_with_record(statement_site s)
     : st(prepared(s,
                   "INSERT INTO sequenced_message (sequence_instance_id, message_type, idempotence_id, state,"
                   " created_at, state_changed_at, cluster, topic, partition, \"offset\", key, value, traceparent, record_time,"
-                  " record_headers) VALUES (:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") + ", " +
-                      sql_timestamp(":state_changed_at") +
+                  " record_headers, sequence_number) VALUES (:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
+                      ", " + sql_timestamp(":state_changed_at") +
                       ", :cluster, :topic, :partition, :offset, decode(:key, 'hex'), decode(:value, 'hex'), :traceparent, " +
-                      sql_timestamp(":record_time") + ", :headers)",
+                      sql_timestamp(":record_time") + ", :headers, :number)",
                   use(instance), use(type), use(idempotence_id), use(state), use(created_at), use(state_changed_at),
                   use(cluster), use(topic), use(partition), use(offset), use(key, key_null), use(value, value_null),
-                  use(traceparent, traceparent_null), use(record_time), use(headers))) {}
+                  use(traceparent, traceparent_null), use(record_time), use(headers), use(number, number_null))) {}
 
 message_store::message_store(statement_site s)
     : st(prepared(s,
                   "SELECT seqinbox_store_message(:instance, :type, :idempotence_id, :state, " + sql_timestamp(":created_at") +
                       ", " + sql_timestamp(":state_changed_at") +
                       ", CAST(:with_record AS boolean), :cluster, :topic, :partition, :offset, decode(:key, 'hex'),"
-                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") + ", :headers)" +
-                      skip_flush_source_sql(),
+                      " decode(:value, 'hex'), :traceparent, " + sql_timestamp(":record_time") +
+                      ", :headers, CAST(:number AS bigint))" + skip_flush_source_sql(),
                   into(outcome), use(instance), use(type), use(idempotence_id), use(state), use(created_at),
                   use(state_changed_at), use(with_record), use(cluster), use(topic), use(partition), use(offset),
                   use(key, key_null), use(value, value_null), use(traceparent, traceparent_null), use(record_time), use(headers),
-                  use(skip_flush))) {}
+                  use(number, number_null), use(skip_flush))) {}
 
 transaction_id_query::transaction_id_query(statement_site s)
     : st(prepared(s, "SELECT txid_current()", into(id))) {}

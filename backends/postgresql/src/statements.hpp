@@ -39,7 +39,7 @@ const named_sql& wal_flush_sql();
 const named_sql& claim_insert_sql();
 const named_sql& claim_delete_sql();  ///< type, idempotence id
 /// Rows of one claim key (type, idempotence id), without payload: id, instance, state, created
-/// at, state changed at.
+/// at, state changed at, number.
 const named_sql& message_find_sql();
 /// The instance row (id) FOR NO KEY UPDATE, columns as instance_columns_sql().
 const named_sql& instance_lock_sql();
@@ -66,23 +66,37 @@ const named_sql& message_types_sql();
 /// (seqinbox_store_messages, schema V5), each parameter an array_literal with an item per row:
 /// instance, type, idempotence id, state, created at, state changed at, with record (0 or 1),
 /// cluster, topic, partition, offset, key and value as hex (NULL for none), traceparent, record
-/// time, headers (encode_headers).
+/// time, headers (encode_headers), number (NULL for none).
 const named_sql& messages_store_sql();
 const named_sql& instances_close_sql();         ///< at, id: each an array_literal
 const named_sql& message_states_update_sql();   ///< states, times, ids (distinct): each an array_literal
 /// WAITING rows of an instance (id) with the given types (array_literal), oldest first, with their
 /// records: id, type, idempotence id, created at, state changed at, cluster, topic, partition,
-/// offset, key and value as hex, record time, headers (encode_headers).
+/// offset, key and value as hex, record time, headers (encode_headers), number.
 const named_sql& waiting_messages_sql();
 /// How many WAITING rows an instance (id) has, counted no further than a limit (number).
 const named_sql& waiting_count_sql();
 /// The messages (ids: array_literal) of an instance (id) an action can run on: WAITING, or FAILED
 /// with a record; the columns of waiting_messages_batch_sql, then the state. By id.
 const named_sql& action_targets_sql();
-constexpr int action_target_state_column = 14;
+constexpr int action_target_state_column = 15;
 /// waiting_messages_sql for many (instance, type) pairs (instances, types: array_literal): its
 /// columns, then the instance id; by id.
 const named_sql& waiting_messages_batch_sql();
+// Numbered sequences (numbering.cpp).
+/// The highest number released in an instance (id): its highest PROCESSED number or its
+/// skipped_through, whichever is higher; NULL when it has neither.
+const named_sql& last_released_number_sql();
+/// WAITING rows of an instance ($1) numbered $2 or higher, by number then id, at most $3: the
+/// columns of waiting_messages_batch_sql.
+const named_sql& waiting_numbered_sql();
+/// The distinct numbers of an instance's ($1) WAITING rows, ascending, at most $2: number.
+const named_sql& waiting_numbers_sql();
+/// Raises an instance's ($1) skipped_through to $2 (a lower number changes nothing).
+const named_sql& numbers_skip_sql();
+/// OPEN instances of sequence $1 after id $3 holding a WAITING numbered row stored at or before
+/// $2, by id, at most $4: id.
+const named_sql& stalled_numbered_sql();
 // Housekeeping (housekeeping.cpp): each reads on from a scan position (key as microseconds, id).
 /// CLOSED instances past their window, by window end: sequence names ($1, encode_list) with their
 /// windows in seconds ($2, "60,3600"), now ($3), after ($4 window end, $5 id), limit ($6): id,
@@ -156,8 +170,14 @@ struct instance_upsert {
     explicit instance_upsert(statement_site s);
 };
 
+/// A row's number as a parameter: NULL for a row of a sequence that is not numbered.
+struct number_column {
+    long long number = 0;
+    soci::indicator number_null = soci::i_null;
+};
+
 /// A row without record (processed or failed on the direct path).
-struct message_insert {
+struct message_insert : number_column {
     long long instance = 0, created_at = 0, state_changed_at = 0;
     std::string type, idempotence_id, state;
     soci::statement st;
@@ -165,7 +185,7 @@ struct message_insert {
 };
 
 /// The parameters of a row with its record and headers.
-struct message_columns {
+struct message_columns : number_column {
     long long instance = 0, created_at = 0, state_changed_at = 0, offset = 0, record_time = 0;
     int partition = 0;
     std::string type, idempotence_id, state, cluster, topic, key, value, traceparent, headers;

@@ -3,10 +3,12 @@
 // construction and the ways to a connection, transaction.cpp the transaction (its state in
 // transaction_impl.hpp, the writes it defers in deferred_writes.hpp), claims.cpp the claim path,
 // instances.cpp the sequence instances, messages.cpp the storing and waiting reads of messages,
-// actions.cpp the operator actions, housekeeping.cpp the housekeeping jobs, views.cpp the read
-// views; each keeps its SQL beside the operation that runs it. actions.cpp, housekeeping.cpp and
-// views.cpp reach a connection only through store::run_autocommitted and store::run_in (defined
-// in store.cpp).
+// numbering.cpp what numbered sequences add, actions.cpp the operator actions, housekeeping.cpp
+// the housekeeping jobs, views.cpp the read views; each keeps its SQL beside the operation that
+// runs it (numbering.cpp's is in statements.cpp, beside the transaction's). actions.cpp,
+// housekeeping.cpp and views.cpp reach a connection only through store::run_autocommitted and
+// store::run_in (defined in store.cpp).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +74,15 @@ std::vector<message_record> waiting_rows(const result& r);
 /// Queues the statements that clear the requests of `read` on `instance` still as read
 /// (actions.cpp): run with the commit of the transaction that executed them.
 void queue_actions_clearing(pipeline& batch, instance_id instance, const pending_actions& read);
+
+/// Queues the statement that records the instance's gaps as skipped up to `through` (numbering.cpp).
+void queue_numbers_skipping(pipeline& batch, instance_id instance, std::int64_t through);
+
+/// The number at (`row`, `column`), empty for NULL: a row's sequence number.
+inline std::optional<std::int64_t> number_or_null(const result& r, int row, int column) {
+    if (r.null(row, column)) return std::nullopt;
+    return r.number(row, column);
+}
 
 }  // namespace detail
 

@@ -134,19 +134,20 @@ namespace {
 /// The columns of a message row without its record, its pending request, and the into elements
 /// receiving them.
 struct message_columns {
-    long long id = 0, instance = 0, created = 0, changed = 0, requested = 0;
+    long long id = 0, instance = 0, created = 0, changed = 0, requested = 0, number = 0;
     message_record row;
     std::string state, action;
-    soci::indicator action_null = soci::i_null, requested_null = soci::i_null;
+    soci::indicator action_null = soci::i_null, requested_null = soci::i_null, number_null = soci::i_null;
 
     static std::string select_list() {
         return "id, sequence_instance_id, message_type, idempotence_id, state, " + detail::sql_microseconds("created_at") + ", " +
-               detail::sql_microseconds("state_changed_at") + ", pending_action, " + detail::sql_microseconds("pending_action_requested_at");
+               detail::sql_microseconds("state_changed_at") + ", pending_action, " + detail::sql_microseconds("pending_action_requested_at") +
+               ", sequence_number";
     }
     auto into() {
         return std::tuple{soci::into(id),      soci::into(instance), soci::into(row.type), soci::into(row.idempotence_id),
                           soci::into(state),   soci::into(created),  soci::into(changed),  soci::into(action, action_null),
-                          soci::into(requested, requested_null)};
+                          soci::into(requested, requested_null), soci::into(number, number_null)};
     }
     message_record record() const {
         message_record r = row;
@@ -155,6 +156,7 @@ struct message_columns {
         r.state = detail::parse_message_state(state);
         r.created_at = from_microseconds(created);
         r.state_changed_at = from_microseconds(changed);
+        if (number_null == soci::i_ok) r.number = number;
         return r;
     }
     std::optional<message_request> pending() const {
@@ -170,6 +172,18 @@ long long rows_to_read(const message_page& page) {
 }
 
 }  // namespace
+
+// Both reads in one round trip; for an instance without numbered rows, two probes of empty index ranges.
+numbered_progress store::numbered_progress_of(transaction& tx, instance_id instance) {
+    std::size_t last = 0, waiting = 0;
+    const auto answers = batch_in(tx, "reading where a numbered instance stands", [&](detail::pipeline& batch) {
+        last = batch.statement(detail::last_released_number_sql(), {std::to_string(instance)});
+        waiting = batch.statement(detail::waiting_numbers_sql(), {std::to_string(instance), std::to_string(max_waiting_numbers_shown)});
+    });
+    numbered_progress progress{detail::number_or_null(answers[last], 0, 0), {}};
+    for (int i = 0; i < answers[waiting].rows(); ++i) progress.waiting.push_back(answers[waiting].number(i, 0));
+    return progress;
+}
 
 std::optional<instance_view> store::view_of(transaction& tx, const sequence_instance& instance, const message_page& page) {
     std::optional<instance_view> view = instance_view{instance, {}, {}, std::nullopt, {}};
@@ -203,6 +217,7 @@ std::optional<instance_view> store::view_of(transaction& tx, const sequence_inst
                                               soci::into(state), soci::into(n), soci::use(id));
         detail::for_each_row(st, [&] { view->counts[detail::parse_message_state(state)] = static_cast<std::size_t>(n); });
     });
+    view->numbering = numbered_progress_of(tx, id);
     run_in(tx, "reading an instance's pending action", [&](detail::connection& c) {
         std::string action;
         long long at = 0;

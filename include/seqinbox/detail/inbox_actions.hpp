@@ -205,8 +205,9 @@ std::vector<message_record> basic_inbox<Store, Source, ErrorSink, Policies>::act
 template <class Store, class Source, class ErrorSink, class Policies>
 void basic_inbox<Store, Source, ErrorSink, Policies>::skip_gap(transaction& t1, const sequence_instance& instance) {
     const numbering_rules* rules = numbering_of(instance.sequence);
-    const auto first = rules == nullptr ? std::vector<message_record>{}
-                                        : t1.waiting_numbered(instance.id, std::numeric_limits<std::int64_t>::min(), 1);
+    const auto last = rules == nullptr ? std::nullopt : t1.last_released_number(instance.id);
+    const std::int64_t from = last ? *last + 1 : std::numeric_limits<std::int64_t>::min();
+    const auto first = rules == nullptr ? std::vector<message_record>{} : t1.waiting_numbered(instance.id, from, 1);
     if (first.empty()) {
         log(log_level::warn, [&] {
             return "SKIP_GAP on instance " + std::to_string(instance.id) + ": " +

@@ -47,9 +47,10 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::resolve_gap(instance_id id
     }
     scope s{t1};
     const auto expected = detail::expected_number(t1, locked, seq.numbering);
-    const auto first = t1.waiting_numbered(id, std::numeric_limits<std::int64_t>::min(), 1);
+    // From the expected number: a row below it (an operator's CONSUME released a later one) is no gap.
+    const auto first = t1.waiting_numbered(id, expected.value_or(std::numeric_limits<std::int64_t>::min()), 1);
     bool timed_out = false;
-    if (!first.empty() && expected && *first.front().number <= *expected) {
+    if (!first.empty() && expected && *first.front().number == *expected) {
         delivery_result result{outcome::processed, {}, {}, locked.row.context_id, 0, 0};
         release_numbered(s, locked, seq.numbering, locked.row.context_id, result);
     } else if (!first.empty() && first.front().created_at + *seq.numbering.gap_timeout <= now) {

@@ -167,6 +167,9 @@ public:
     bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
         return remove_instances({&id, 1}, condition, forward) == 1;
     }
+    /// Numbered sequences (src/numbered.cpp): one read of the sequence's OPEN instances in id
+    /// order (schema V4's index), each probed for a WAITING numbered message stored by `now`.
+    std::vector<instance_id> stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after);
 
     /// Read views (seqinbox::view_store; src/views.cpp), plain reads of committed state.
     std::vector<instance_count> instance_counts();
@@ -234,6 +237,12 @@ public:
     std::size_t count_waiting(instance_id instance, std::size_t up_to);
     /// The same for many instances, in one round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
+    /// Numbered sequences (src/numbered.cpp), one round trip each. The number skipped through is
+    /// kept on the instance's lock row (schema V4), which the instance lock holds: writing it
+    /// waits for no claim (see the instance lock above).
+    std::optional<std::int64_t> last_released_number(instance_id instance);
+    std::vector<message_record> waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit);
+    void skip_numbers(instance_id instance, std::int64_t through);
     /// Test support, not the store contract: inserts `row` as it is.
     void insert_message(message_record row);
     /// Operator actions (src/actions.cpp): read under the instance lock; cleared with the commit.

@@ -10,9 +10,9 @@
 // class 08 or 57P01..57P03 is reported as seqinbox::error(connection) and replaced by a new one on
 // its next lease.
 //
-// Writes whose result nobody reads (message inserts, state changes, claim deletes, closing) are
-// sent with the transaction's next read or at commit; a transaction made of one such write runs
-// it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
+// Writes whose result nobody reads (message inserts, state changes, claim deletes, closing,
+// skipped numbers) are sent with the transaction's next read or at commit; a transaction made of
+// one such write runs it alone, without BEGIN/COMMIT round trips. Failures of deferred writes surface at commit(),
 // which never hides a failure. Statements that follow each other share a round trip (libpq
 // pipeline mode), each still run on its own: deferred writes, BEGIN, the claim, the instance lock
 // (only when the claim was won), the read of the claimed key's rows and of the instance's
@@ -157,6 +157,9 @@ public:
     bool remove_instance(instance_id id, const removal_condition& condition, const forward_waiting& forward) {
         return remove_instances({&id, 1}, condition, forward) == 1;
     }
+    /// Numbered sequences (src/numbering.cpp): one autocommitted statement, a loose scan of the
+    /// instances holding WAITING numbered rows from `after.id` on.
+    std::vector<instance_id> stalled_numbered(const std::string& sequence, timestamp now, std::size_t limit, scan_position& after);
 
     /// Read views (seqinbox::view_store; src/views.cpp).
     std::vector<instance_count> instance_counts();
@@ -224,6 +227,8 @@ private:
     std::vector<std::tuple<std::string, std::string, std::size_t>> grouped_counts(std::string_view doing, const std::string& sql);
     /// The instance's view with `page` of its messages read in `tx`, which it commits.
     static std::optional<instance_view> view_of(transaction& tx, const sequence_instance& instance, const message_page& page);
+    /// The instance's numbered_progress, read in `tx`.
+    static numbered_progress numbered_progress_of(transaction& tx, instance_id instance);
     /// The message row matching `where` (with `keys` bound in order) and its instance.
     template <class... Keys>
     std::optional<message_view> message_where(const std::string& where, const Keys&... keys);
@@ -266,6 +271,11 @@ public:
     std::size_t count_waiting(instance_id instance, std::size_t up_to);
     /// The same for many instances, in the same round trip (answers in query order).
     std::vector<std::vector<message_record>> waiting_messages(std::span<const waiting_query> queries);
+    /// Numbered sequences (src/numbering.cpp). Each read is one statement in one round trip, with
+    /// the deferred writes; skip_numbers is deferred like a write.
+    std::optional<std::int64_t> last_released_number(instance_id instance);
+    std::vector<message_record> waiting_numbered(instance_id instance, std::int64_t from, std::size_t limit);
+    void skip_numbers(instance_id instance, std::int64_t through);
     /// Test support, not the store contract: inserts `row` as it is (deferred).
     void insert_message(message_record row);
     /// seqinbox_store_message under the key's advisory lock, held until this transaction ends.
