@@ -2,7 +2,9 @@
 """The web console in headless Chromium (WebDriver): a waiting message is listed, a CONSUME
 clicked with the write token is executed by the relay's pending-action job (PROCESSED after a
 reload), the view token hides the buttons and a forged write is refused with 403, an instance of
-150 messages shows the first 100 and "More" the rest, and a screenshot at 1280x800 is written.
+150 messages shows the first 100 and "More" the rest, a numbered account shows its missing
+number (no "Skip gap" button for the view token) and a "Skip gap" clicked with the write token
+is executed by the relay (nothing missing after a reload), and screenshots at 1280x800 are written.
 
 usage: console_test.py URL VIEW_TOKEN_FILE WRITE_TOKEN_FILE SCREENSHOT_DIR
 """
@@ -105,7 +107,37 @@ try:
     ids = [r.get_attribute("data-testid") for r in driver.find_elements(By.CSS_SELECTOR, "[data-testid=messages] tr[data-state]")]
     check(len(ids) == 150 and len(set(ids)) == 150, f"after More o-many shows {len(ids)} rows, {len(set(ids))} distinct, not 150")
     check(not more.is_displayed(), "the More button stays after the last page")
+
+    driver.refresh()
+    use_token(driver, view_token)
+    search(driver, "LedgerSequence", "acct-1")
+    numbering = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=numbering]")))
+    check("last released 1" in numbering.text and "waiting 3, 4" in numbering.text, f"acct-1's numbers read {numbering.text!r}")
+    missing = numbering.find_element(By.CSS_SELECTOR, "[data-testid=missing]").text
+    check(missing == "2", f"acct-1 shows missing {missing!r}, not '2'")
+    check(not driver.find_elements(By.CSS_SELECTOR, "button.act"), "the view token shows a Skip gap button")
+
+    driver.refresh()
+    use_token(driver, write_token)
+    search(driver, "LedgerSequence", "acct-1")
+    numbering = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=numbering]")))
+    skip = numbering.find_element(By.XPATH, ".//button[starts-with(@data-testid, 'action-SKIP_GAP-')]")
+    check(skip.text == "Skip gap", f"the button reads {skip.text!r}, not 'Skip gap'")
+    driver.save_screenshot(f"{out_dir}/console-numbered.png")
+    skip.click()
+    WebDriverWait(driver, 10).until(lambda d: "requested" in skip.text)
+    deadline = time.time() + 60
+    missing = "2"
+    while time.time() < deadline and missing != "none":
+        time.sleep(1)
+        driver.refresh()
+        use_token(driver, write_token)
+        search(driver, "LedgerSequence", "acct-1")
+        missing = driver.find_element(By.CSS_SELECTOR, "[data-testid=missing]").text
+    check(missing == "none", f"acct-1 still misses {missing!r} 60 s after Skip gap")
+    check("last released 4" in driver.find_element(By.CSS_SELECTOR, "[data-testid=numbering]").text, "3 and 4 were not released")
+    driver.save_screenshot(f"{out_dir}/console-after-skip-gap.png")
     print(f"console: listed, consumed through the page, PROCESSED after reload; view token: no buttons, forged write 403; "
-          f"150 messages in two pages; screenshots in {out_dir}")
+          f"150 messages in two pages; a numbered account's gap shown and skipped; screenshots in {out_dir}")
 finally:
     driver.quit()

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "conformance/harness.hpp"
 #include "memory/memory_backend.hpp"
 #include "relay/http_client.hpp"
+#include "seqinbox/declare/example.hpp"
 #include "seqinbox/error.hpp"
 #include "seqinbox/relay/http_endpoint.hpp"
 #include "seqinbox/relay/operator_api.hpp"
@@ -35,9 +37,12 @@ si::relay::access_tokens both_tokens() { return {view_token, write_token}; }
 
 /// An inbox on the memory store, and the API over that store on a free loopback port.
 struct api_fixture {
-    explicit api_fixture(si::relay::access_tokens tokens = both_tokens(), conf::hook<conf::harness<conf::memory_backend>::inbox_type> hook = {})
-        : h(b, std::move(hook)),
-          api(b.store, si::relay::http_access(std::move(tokens), {}), {.expiring_share = 0.75, .now = [clock = b.clock] { return clock.now(); }}),
+    explicit api_fixture(si::relay::access_tokens tokens = both_tokens(), conf::hook<conf::harness<conf::memory_backend>::inbox_type> hook = {},
+                         si::declarations<conf::message> decls = si::testing::order_declarations(),
+                         si::relay::detail::declared_numbering numbering = {})
+        : h(b, std::move(hook), std::move(decls)),
+          api(b.store, si::relay::http_access(std::move(tokens), {}),
+              {.expiring_share = 0.75, .now = [clock = b.clock] { return clock.now(); }, .numbering = std::move(numbering)}),
           endpoint({}, {}, [this](const si::relay::http_request& r) { return api(r); }) {}
 
     si::test::http_reply call(const std::string& method, const std::string& path, const std::string& token = {}, const std::string& body = {},
@@ -310,8 +315,87 @@ BOOST_AUTO_TEST_CASE(bad_bodies_are_refused_naming_what_is_wrong) {
                    "not a JSON array");
     expect_refusal(f.post(messages, R"({"action": "EXPIRE", "type": "OrderShipped\u0000zzz", "idempotence_id": "s1"})"), 400,
                    "without NUL characters");
-    expect_refusal(f.post("/api/v1/instances/actions", R"({"action": "CONSUME", "id": 1})"), 400, "CONSUME_ALL or CLOSE");
+    expect_refusal(f.post("/api/v1/instances/actions", R"({"action": "CONSUME", "id": 1})"), 400, "CONSUME_ALL or CLOSE or SKIP_GAP");
     BOOST_TEST(f.h.inbox->run_pending_actions() == 0u);  // nothing was requested
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The ledger (numbered: header seq, first number 1) beside the order sequence.
+si::declarations<conf::message> ledger_and_orders() {
+    auto decls = si::example::ledger_declarations<conf::message>();
+    for (auto& s : si::testing::order_declarations().sequences) decls.sequences.push_back(std::move(s));
+    return decls;
+}
+
+/// What the relay passes: the declared numbering of a numbered sequence.
+si::relay::detail::declared_numbering numbering_of(const si::declarations<conf::message>& decls) {
+    return [decls](const std::string& name) -> std::optional<si::numbering_rules> {
+        for (const auto& s : decls.sequences)
+            if (s.name == name && s.numbered()) return s.numbering;
+        return std::nullopt;
+    };
+}
+
+struct ledger_fixture : api_fixture {
+    explicit ledger_fixture(bool declared = true)
+        : api_fixture(both_tokens(), {}, ledger_and_orders(), declared ? numbering_of(ledger_and_orders()) : nullptr) {}
+    void entry(const std::string& id, const std::string& context, int number) {
+        auto record = si::testing::record("LedgerEntry", id, context);
+        record.headers.push_back({"seq", std::to_string(number)});
+        h.deliver(record);
+    }
+    json numbering(const std::string& context) { return get("/api/v1/instances?sequence=LedgerSequence&context_id=" + context)["numbering"]; }
+    /// a: 1 released, 3 4 7 waiting; b: 3 waiting (1 and 2 never came).
+    void gaps() {
+        for (const auto& [id, n] : std::vector<std::pair<std::string, int>>{{"e1", 1}, {"e3", 3}, {"e4", 4}, {"e7", 7}, {"e3b", 3}}) entry(id, "a", n);
+        entry("b3", "b", 3);
+    }
+};
+
+json progress(json last_released, json waiting, json missing) {
+    return {{"last_released", std::move(last_released)}, {"waiting", std::move(waiting)}, {"missing", std::move(missing)}};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(numbered)
+
+BOOST_AUTO_TEST_CASE(a_numbered_instance_shows_its_last_released_waiting_and_missing_numbers) {
+    ledger_fixture f;
+    f.gaps();
+    BOOST_TEST(f.numbering("a") == progress(1, {3, 4, 7}, {{2, 2}, {5, 6}}));
+    BOOST_TEST(f.numbering("b") == progress(nullptr, {3}, {{1, 2}}));  // from the declared first number
+    conf::buffer_three(f.h);
+    BOOST_TEST(f.get("/api/v1/instances/" + std::to_string(conf::instance_id_of(f.b, "o1")))["numbering"].is_null());
+}
+
+BOOST_AUTO_TEST_CASE(without_the_declarations_missing_numbers_start_at_the_first_waiting_one) {
+    ledger_fixture f(false);  // `seqinbox serve`
+    f.gaps();
+    BOOST_TEST(f.numbering("a") == progress(1, {3, 4, 7}, {{2, 2}, {5, 6}}));
+    BOOST_TEST(f.numbering("b") == progress(nullptr, {3}, json::array()));
+    conf::buffer_three(f.h);
+    BOOST_TEST(f.get("/api/v1/instances/" + std::to_string(conf::instance_id_of(f.b, "o1")))["numbering"].is_null());
+}
+
+BOOST_AUTO_TEST_CASE(skip_gap_by_id_and_by_name_releases_what_follows_the_gap) {
+    ledger_fixture f;
+    f.gaps();
+    const auto a = f.b.find_instance("LedgerSequence", "a")->id;
+    auto reply = f.post("/api/v1/instances/actions", R"({"action": "SKIP_GAP", "id": )" + std::to_string(a) + "}");
+    BOOST_TEST(reply.status == 202, reply.body);
+    BOOST_TEST(json::parse(reply.body) == (json{{"requested", "SKIP_GAP"}, {"instance", a}}));
+    BOOST_TEST(f.get("/api/v1/instances/" + std::to_string(a))["pending_action"] == "SKIP_GAP");
+    BOOST_TEST(f.h.inbox->run_pending_actions() == 1u);
+    BOOST_TEST(f.numbering("a") == progress(4, {7}, {{5, 6}}));
+    reply = f.post("/api/v1/instances/actions", R"({"action": "SKIP_GAP", "sequence": "LedgerSequence", "context_id": "a"})");
+    BOOST_TEST(reply.status == 202, reply.body);
+    BOOST_TEST(f.h.inbox->run_pending_actions() == 1u);
+    BOOST_TEST(f.numbering("a") == progress(7, json::array(), json::array()));
+    conf::expect_calls(f.h.log, {"LedgerEntry/e1", "LedgerEntry/e3 (replayed)", "LedgerEntry/e4 (replayed)", "LedgerEntry/e7 (replayed)"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -131,7 +131,24 @@ json message_json(const message_record& m, const std::optional<message_request>&
             {"pending_action", pending ? json(to_string(pending->action)) : json(nullptr)}};
 }
 
-json instance_view_json(const instance_view& v, timestamp now) {
+json numbering_json(const instance_view& v, const declared_numbering& declared) {
+    const auto& progress = v.numbering;
+    std::optional<std::int64_t> first_number;
+    if (declared) {
+        const auto rules = declared(v.instance.sequence);
+        if (!rules) return nullptr;
+        first_number = rules->first_number;
+    } else if (!progress.last_released && progress.waiting.empty()) {
+        return nullptr;
+    }
+    json missing = json::array();
+    for (const auto& [from, to] : missing_numbers(progress, first_number)) missing.push_back({from, to});
+    return {{"last_released", progress.last_released ? json(*progress.last_released) : json(nullptr)},
+            {"waiting", progress.waiting},
+            {"missing", std::move(missing)}};
+}
+
+json instance_view_json(const instance_view& v, timestamp now, const declared_numbering& declared) {
     json messages = json::array();
     for (const auto& m : v.messages) {
         std::optional<message_request> pending;
@@ -147,7 +164,8 @@ json instance_view_json(const instance_view& v, timestamp now) {
             {"pending_action", on_instance ? json(to_string(on_instance->action)) : json(nullptr)},
             {"message_counts", std::move(counts)},
             {"messages", std::move(messages)},
-            {"next", v.next ? json(std::to_string(*v.next)) : json(nullptr)}};
+            {"next", v.next ? json(std::to_string(*v.next)) : json(nullptr)},
+            {"numbering", numbering_json(v, declared)}};
 }
 
 json message_view_json(const message_view& v, timestamp now) {
@@ -245,7 +263,7 @@ action_request<message_action> message_action_body(std::string_view body) {
 
 action_request<instance_action> instance_action_body(std::string_view body) {
     const auto document = parsed_body(body);
-    return {action_of(document, {instance_action::consume_all, instance_action::close}), target_of(document, "sequence", "context_id")};
+    return {action_of(document, {instance_action::consume_all, instance_action::close, instance_action::skip_gap}), target_of(document, "sequence", "context_id")};
 }
 
 }  // namespace seqinbox::relay::detail

@@ -63,10 +63,10 @@ private:
 constexpr std::chrono::milliseconds retry_pause{1000};
 
 /// The database connections of the relay's store: two per consumer thread (a batch transaction
-/// and a requires_new step beside it), as many for the pending-action job (a transaction on an
-/// instance, and a step beside it), and two for the housekeeping job (its job lock and a batch),
-/// which run at the same time on threads of their own (job_schedule.hpp).
-inline std::size_t store_pool_size(const relay_options& o) { return o.consumer_threads * 2 + 2 + 2; }
+/// and a requires_new step beside it), as many for the pending-action job and for the gap-timeout
+/// job (a transaction on an instance, and a step beside it), and two for the housekeeping job (its
+/// job lock and a batch), which run at the same time on threads of their own (job_schedule.hpp).
+inline std::size_t store_pool_size(const relay_options& o) { return o.consumer_threads * 2 + 2 + 2 + 2; }
 
 /// The connections of the operator API's own store: one per serving thread of the HTTP endpoint
 /// (http_endpoint.hpp: four) and one for /metrics, so that neither waits for a delivery's

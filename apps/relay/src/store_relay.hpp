@@ -62,7 +62,7 @@ public:
           members_(make_members()),
           batch_size_(std::min(options_.batch_size, members_.front()->inbox.max_batch_records())),
           housekeeper_(store_, dead_letters_, declared_windows(options_.housekeeping, decls_), {}, logger_),
-          api_(api_store_, access_, {.expiring_share = options_.expiring_share}),
+          api_(api_store_, access_, {.expiring_share = options_.expiring_share, .numbering = [this](const std::string& s) { return numbering_of(s); }}),
           http_(where(), routes(), [this](const http_request& r) { return api_(r); }, {.fixed_gate = probe_gate(access_)}) {
         for (const auto& m : members_) publish_released_messages(m->inbox);
     }
@@ -84,6 +84,9 @@ public:
         poller_ = std::thread([this] { poll_and_route(); });
         schedule_ = std::make_unique<job_schedule>(std::vector<job_schedule::job>{
             {options_.actions_every, [this](const std::stop_token&) { run_job("pending actions", [this] { run_actions(); }); }},
+            // Gap timeouts at the pending actions' cadence and page size: a numbered context
+            // waits at most its gap timeout plus one period before its policy applies.
+            {options_.actions_every, [this](const std::stop_token&) { run_job("gap timeouts", [this] { run_gap_timeouts(); }); }},
             {options_.housekeeping_every,
              [this](const std::stop_token& stop) { run_job("housekeeping", [this, &stop] { run_housekeeping(stop); }); }},
         });
@@ -168,6 +171,13 @@ private:
         dead_letters_.partitions();
         for (const auto& sequence : decls_.sequences) publisher_.partitions(output_topic_of(options_, sequence.name));
         return true;
+    }
+
+    /// The operator API's view of a numbered sequence's declaration; empty for any other.
+    std::optional<numbering_rules> numbering_of(const std::string& sequence) const {
+        for (const auto& declared : decls_.sequences)
+            if (declared.name == sequence && declared.numbered()) return declared.numbering;
+        return std::nullopt;
     }
 
     /// Every declared type's listener publishes to its sequence's output topic.
@@ -322,6 +332,12 @@ private:
         // Any member's inbox: pending actions are the store's, not a partition's.
         if (const auto ran = members_.front()->inbox.run_pending_actions(options_.action_page_size, options_.action_pages); ran > 0)
             note(log_level::info, "pending actions: " + std::to_string(ran) + " executed");
+    }
+
+    void run_gap_timeouts() {
+        // Any member's inbox, like the pending actions: the declarations and the store are shared.
+        if (const auto resolved = members_.front()->inbox.run_gap_timeouts(options_.action_page_size, options_.action_pages); resolved > 0)
+            note(log_level::info, "gap timeouts: " + std::to_string(resolved) + " context(s) past their sequence's gap timeout");
     }
 
     void run_housekeeping(const std::stop_token& stop) {

@@ -57,6 +57,8 @@ constexpr std::array subcommands{
     subcommand{"consume-all", "replay every waiting message of an instance now", consume_all_command,
                "seqinbox consume-all --help"},
     subcommand{"close", "close an instance without replay", close_command, "seqinbox close --help"},
+    subcommand{"skip-gap", "give up the numbers a numbered instance misses before its first waiting one", skip_gap_command,
+               "seqinbox skip-gap --help"},
 #endif
 #ifdef SEQINBOX_CLI_HAS_RELAY
     subcommand{"housekeep", "run the housekeeping jobs once (--once)", housekeep_command, "seqinbox housekeep --help"},

@@ -116,8 +116,9 @@ int report_request(std::string_view command, request_outcome outcome, const std:
     return exit_ok;
 }
 
-std::string request_usage(std::string_view command, std::string_view target, std::string_view by_key) {
-    return "usage: seqinbox " + std::string(command) + " " + std::string(target) + " --postgres CONNINFO\n\nWrites a pending action; the service's pending-action job executes it\n"
+std::string request_usage(std::string_view command, std::string_view target, std::string_view by_key, std::string_view about = {}) {
+    return "usage: seqinbox " + std::string(command) + " " + std::string(target) + " --postgres CONNINFO\n\n" + std::string(about) +
+           "Writes a pending action; the service's pending-action job executes it\n"
            "under the instance lock, then runs a release pass and closes the instance when complete.\n\n" +
            std::string(connection_help.substr(0, connection_help.find("  --json"))) + std::string(by_key) + std::string(exit_help);
 }
@@ -178,6 +179,42 @@ int sequences_command(std::span<const std::string_view> args) {
 
 namespace {
 
+/// An instance holding numbers is of a numbered sequence: show reads no declarations.
+bool numbered(const instance_view& view) { return view.numbering.last_released || !view.numbering.waiting.empty(); }
+
+/// The missing ranges; from the first waiting number when none was released (the declared first
+/// number is not known here).
+std::string numbering_json(const instance_view& view) {
+    if (!numbered(view)) return "null";
+    const auto& progress = view.numbering;
+    std::string text = "{\"last_released\": " + (progress.last_released ? std::to_string(*progress.last_released) : std::string("null")) +
+                       ", \"waiting\": [";
+    for (std::size_t i = 0; i < progress.waiting.size(); ++i) text += (i ? ", " : "") + std::to_string(progress.waiting[i]);
+    text += "], \"missing\": [";
+    const auto gaps = missing_numbers(progress);
+    for (std::size_t i = 0; i < gaps.size(); ++i)
+        text += (i ? ", [" : "[") + std::to_string(gaps[i].first) + ", " + std::to_string(gaps[i].second) + "]";
+    return text + "]}";
+}
+
+/// "  numbers: last released 4; waiting 6 7 9; missing 5, 8"
+std::string numbering_line(const instance_view& view) {
+    const auto& progress = view.numbering;
+    std::string line = "  numbers: ";
+    line += progress.last_released ? "last released " + std::to_string(*progress.last_released) : std::string("none released");
+    line += "; waiting";
+    for (const auto n : progress.waiting) line += " " + std::to_string(n);
+    if (progress.waiting.empty()) line += " none";
+    line += "; missing";
+    const auto gaps = missing_numbers(progress);
+    for (std::size_t i = 0; i < gaps.size(); ++i)
+        line += (i ? ", " : " ") + std::to_string(gaps[i].first) + (gaps[i].first == gaps[i].second ? "" : "-" + std::to_string(gaps[i].second));
+    if (gaps.empty()) line += " none";
+    if (!progress.last_released && !progress.waiting.empty())
+        line += " (and any before " + std::to_string(progress.waiting.front()) + ": show does not know the declared first number)";
+    return line;
+}
+
 /// `show --json`: the API's document (docs/operator-api.md) without ages.
 void print_view_json(const instance_view& view, const std::function<std::string(message_id)>& action_of) {
     std::cout << "{\"instance\": " << instance_json(view.instance) << ", \"pending_action\": "
@@ -192,12 +229,14 @@ void print_view_json(const instance_view& view, const std::function<std::string(
                   << "\", \"state_changed_at\": \"" << utc_time(m.state_changed_at)
                   << "\", \"pending_action\": " << (action.empty() ? "null" : json_string(action)) << "}";
     }
-    std::cout << "], \"next\": " << (view.next ? "\"" + std::to_string(*view.next) + "\"" : std::string("null")) << "}\n";
+    std::cout << "], \"next\": " << (view.next ? "\"" + std::to_string(*view.next) + "\"" : std::string("null"))
+              << ", \"numbering\": " << numbering_json(view) << "}\n";
 }
 
 void print_view_table(const instance_view& view, const std::function<std::string(message_id)>& action_of) {
     std::cout << instance_line(view.instance)
               << (view.actions.on_instance ? "  pending " + std::string(to_string(view.actions.on_instance->action)) : std::string()) << '\n';
+    if (numbered(view)) std::cout << numbering_line(view) << '\n';
     for (const auto& m : view.messages) {
         const auto action = action_of(m.id);
         std::cout << "  " << m.id << "  " << m.type << "  " << m.idempotence_id << "  " << to_string(m.state) << "  "
@@ -272,8 +311,8 @@ int message_request(std::span<const std::string_view> args, std::string_view com
     });
 }
 
-int instance_request(std::span<const std::string_view> args, std::string_view command, instance_action action) {
-    const auto call = parse(args, command, request_usage(command, "INSTANCE_ID", ""), 1);
+int instance_request(std::span<const std::string_view> args, std::string_view command, instance_action action, std::string_view about = {}) {
+    const auto call = parse(args, command, request_usage(command, "INSTANCE_ID", "", about), 1);
     if (!call) return exit_ok;
     const auto id = id_argument(command, call->positional[0]);
     return with_store(command, *call, [&](auto& store) {
@@ -290,5 +329,10 @@ int consume_all_command(std::span<const std::string_view> args) {
     return instance_request(args, "consume-all", instance_action::consume_all);
 }
 int close_command(std::span<const std::string_view> args) { return instance_request(args, "close", instance_action::close); }
+int skip_gap_command(std::span<const std::string_view> args) {
+    return instance_request(args, "skip-gap", instance_action::skip_gap,
+                            "An instance of a numbered sequence: gives up the numbers missing before its first WAITING\n"
+                            "message (`seqinbox show` lists them) and releases what follows in number order.\n");
+}
 
 }  // namespace seqinbox::cli

@@ -19,5 +19,6 @@ int consume_command(std::span<const std::string_view> args);
 int expire_command(std::span<const std::string_view> args);
 int consume_all_command(std::span<const std::string_view> args);
 int close_command(std::span<const std::string_view> args);
+int skip_gap_command(std::span<const std::string_view> args);
 
 }  // namespace seqinbox::cli

@@ -45,9 +45,9 @@ constexpr std::string_view usage_text =
     "  --batch-size N            records a consumer thread decides in one transaction (default 250;\n"
     "                            on PostgreSQL clamped to what its lock table lets one transaction hold)\n"
     "  --batch-linger D          how long a batch waits for more records after its first (default 5ms)\n"
-    "  --actions-every D         pending-action job interval (default 10s)\n"
-    "  --action-page-size N      instances per page of that job (default 100)\n"
-    "  --action-pages N          pages per run of that job (default 10)\n"
+    "  --actions-every D         interval of the pending-action and gap-timeout jobs (default 10s)\n"
+    "  --action-page-size N      instances per page of those jobs (default 100)\n"
+    "  --action-pages N          pages per run of those jobs (default 10)\n"
     "  --housekeeping-every D    housekeeping interval (default 10m)\n"
     "  --delivery-timeout D      how long a publish waits for the broker (default 30s)\n"
     "  --log-level LEVEL         trace, debug, info (default: a line per decision), warn or error\n";

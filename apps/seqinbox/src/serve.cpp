@@ -28,7 +28,7 @@ constexpr std::string_view usage_text =
     "\n"
     "The operator API (/api/v1) and web console (/) of an inbox database, for services that embed\n"
     "the library (the relay serves them itself): views of instances and messages, and requests of\n"
-    "CONSUME, EXPIRE, CONSUME_ALL and CLOSE, which the service's pending-action job executes.\n"
+    "CONSUME, EXPIRE, CONSUME_ALL, CLOSE and SKIP_GAP, which the service's pending-action job executes.\n"
     "Also /healthz. Stops on SIGTERM or SIGINT.\n"
     "\n"
     "options:\n"

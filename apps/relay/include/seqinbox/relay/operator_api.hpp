@@ -33,6 +33,10 @@ struct operator_api_options {
     /// holds waits up to the store's request lock timeout (2 s): without a bound, a burst of them
     /// would take every serving thread from the views. At least 1.
     unsigned max_action_requests = 2;
+    /// The declared numbering of a sequence (the relay knows its declarations): an instance
+    /// view's missing numbers then start at the declared first number. Empty (`seqinbox serve`):
+    /// an instance holding numbers is numbered, and its missing numbers start at its first waiting one.
+    detail::declared_numbering numbering{};
 };
 
 template <class S>
@@ -175,8 +179,8 @@ private:
         return found(store_.find_message(claim_key{names[0], names[1]}), "message of type '" + names[0] + "' with idempotence id '" + names[1] + "'", now);
     }
 
-    static http_response found(const std::optional<instance_view>& v, const std::string& what, timestamp now) {
-        return v ? detail::json_response(200, detail::instance_view_json(*v, now)) : detail::error_response(404, "no " + what);
+    http_response found(const std::optional<instance_view>& v, const std::string& what, timestamp now) const {
+        return v ? detail::json_response(200, detail::instance_view_json(*v, now, options_.numbering)) : detail::error_response(404, "no " + what);
     }
     static http_response found(const std::optional<message_view>& v, const std::string& what, timestamp now) {
         return v ? detail::json_response(200, detail::message_view_json(*v, now)) : detail::error_response(404, "no " + what);

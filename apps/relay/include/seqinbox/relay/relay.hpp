@@ -90,6 +90,7 @@ struct relay_options {
     std::string http_host = "127.0.0.1";
     /// The operator API's tokens (read_access_tokens); none: views on loopback only, no writes.
     access_tokens tokens{};
+    /// The pending-action job's and the gap-timeout job's interval, page size and pages per run.
     std::chrono::milliseconds actions_every{std::chrono::seconds(10)};
     std::size_t action_page_size = 100;
     std::size_t action_pages = 10;

@@ -3,6 +3,7 @@
 // bodies and query parameters read with the offending value named. Used by operator_api.hpp.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "seqinbox/declare/numbering.hpp"
 #include "seqinbox/relay/http_endpoint.hpp"
 #include "seqinbox/store/actions.hpp"
 #include "seqinbox/store/housekeeping.hpp"
@@ -37,8 +39,17 @@ http_response error_response(int status, std::string_view reason);
 
 json instance_json(const sequence_instance& i, timestamp now);
 json message_json(const message_record& m, const std::optional<message_request>& pending, timestamp now);
-/// {"instance", "pending_action", "message_counts": {STATE: N}, "messages": [the page], "next": cursor or null}
-json instance_view_json(const instance_view& v, timestamp now);
+/// The numbering a sequence is declared with; empty for a sequence declared unnumbered or unknown.
+using declared_numbering = std::function<std::optional<numbering_rules>(const std::string& sequence)>;
+
+/// {"last_released": N or null, "waiting": [N...], "missing": [[from, to]...]}, or null for an
+/// unnumbered instance. With `declared`, the declarations say which sequences are numbered and
+/// the missing numbers start at the declared first number when none was released; without,
+/// an instance holding numbers is numbered and its missing numbers start at its first waiting one.
+json numbering_json(const instance_view& v, const declared_numbering& declared);
+/// {"instance", "pending_action", "message_counts": {STATE: N}, "messages": [the page], "next": cursor or null,
+///  "numbering": numbering_json}
+json instance_view_json(const instance_view& v, timestamp now, const declared_numbering& declared = {});
 json message_view_json(const message_view& v, timestamp now);
 json waiting_json(const std::vector<waiting_instance>& rows, timestamp now);
 json counts_json(const std::vector<instance_count>& instances, const std::vector<message_count>& messages);
@@ -67,7 +78,7 @@ struct action_request {
 
 /// {"action": CONSUME|EXPIRE, "id": N} or {"action": ..., "type": T, "idempotence_id": I}.
 action_request<message_action> message_action_body(std::string_view body);
-/// {"action": CONSUME_ALL|CLOSE, "id": N} or {"action": ..., "sequence": S, "context_id": C}.
+/// {"action": CONSUME_ALL|CLOSE|SKIP_GAP, "id": N} or {"action": ..., "sequence": S, "context_id": C}.
 action_request<instance_action> instance_action_body(std::string_view body);
 
 }  // namespace seqinbox::relay::detail
