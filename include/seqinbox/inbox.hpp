@@ -239,10 +239,9 @@ public:
     std::size_t run_pending_actions(std::size_t page_size = 100, std::size_t pages = 10)
         requires action_store<Store>;
 
-    /// Gap timeouts of numbered sequences (README, "Numbered sequences"): in up to `pages` pages of
-    /// `page_size` instances per sequence, each whose first WAITING message after a missing number
-    /// waited past the gap timeout gets the gap policy under its lock. Returns how many gaps timed
-    /// out. Several service instances may run it at once. Defined in detail/inbox_gaps.hpp.
+    /// Gap timeouts of numbered sequences (README, "Numbered sequences"), up to `pages` pages of
+    /// `page_size` instances per sequence, each run going on where the last stopped. Returns how
+    /// many gaps timed out. Several service instances may run it at once. detail/inbox_gaps.hpp.
     std::size_t run_gap_timeouts(std::size_t page_size = 100, std::size_t pages = 10)
         requires housekeeping_store<Store>;
 
@@ -383,7 +382,7 @@ private:
             throw;
         } catch (...) {
             require_connection(t1, d.type->qualified, d.idempotence_id);
-            fail(s, instance, d, current_fault());  // the kind and text of the exception being handled
+            fail(s, instance, d, current_fault(), locked.started_here);  // the kind and text of the exception being handled
             result.outcome = outcome::failed;
             return result;
         }
@@ -479,7 +478,7 @@ private:
     void warn_taken_over(const std::string& message);
     std::string buffer(scope& s, locked_instance& locked, const delivery& d, const std::vector<message_record>& failed, timestamp now);
     std::string buffering_problem(const message_record& row) const;
-    void fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault);
+    void fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault, bool keep_start = false);
     void after_processed(scope& s, const delivery& d, locked_instance& locked, const std::string& type, delivery_result& result);
 
     // ---- bounded buffers: the overflow policies (detail/inbox_overflow.hpp) ----
@@ -492,6 +491,8 @@ private:
     void release_numbered(scope& s, locked_instance& locked, const numbering_rules& rules, const std::string& context_id, delivery_result& result);
     const numbering_rules* numbering_of(const std::string& sequence) const;
     bool resolve_gap(instance_id id, const sequence_declaration<message_type>& seq, timestamp now);
+    scan_position gap_scan_start(const std::string& sequence);
+    void gap_scan_stop(const std::string& sequence, scan_position at);
     void apply_gap_policy(scope& s, locked_instance& locked, const sequence_declaration<message_type>& seq, std::int64_t first_waiting);
 
     // ---- listeners: propagation, savepoints, what a failure means (detail/inbox_listeners.hpp) ----
@@ -583,8 +584,9 @@ private:
     std::unordered_map<std::string, listener_fn> listeners_;
     std::atomic<bool> ready_{false};
     std::mutex ready_mutex_;
+    std::map<std::string, scan_position> gap_scans_;  ///< run_gap_timeouts' place per sequence
+    std::mutex gap_scans_mutex_;
 };
-
 }  // namespace seqinbox
 
 #include "seqinbox/detail/inbox_classify.hpp"

@@ -126,13 +126,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_second_message_with_a_number_is_skipped_as_a_dup
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_message_without_a_valid_number_is_a_bad_message, Backend, backends) {
     Backend b;
     conf::harness<Backend> h(b, {}, conf::ledger());
-    for (const char* number : {"", "x7", "-3", "7 ", "99999999999999999999"}) {
+    for (const char* number : {"", "x7", "-3", "7 ", "99999999999999999999", "9223372036854775807"}) {
         const auto result = h.deliver(conf::numbered("LedgerEntry", std::string("bad") + number, "a", number));
         BOOST_TEST_CONTEXT("number '" << number << "'") {
             expect_outcome(result, outcome::rejected);
         }
     }
-    BOOST_TEST_REQUIRE(b.error_sink.records().size() == 5u);
+    BOOST_TEST_REQUIRE(b.error_sink.records().size() == 6u);
+    const auto largest = b.error_sink.records().back().reason;
+    BOOST_TEST(largest.find("the largest 64-bit number") != std::string::npos, largest);
     const auto first = b.error_sink.records().front();
     BOOST_TEST(first.reason.find("no sequence number") != std::string::npos, first.reason);
     BOOST_TEST(first.reason.find("LedgerEntry") != std::string::npos, first.reason);
@@ -149,6 +151,30 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_context_may_start_at_the_first_number_it_sees, B
     expect_outcome(h.deliver(conf::entry("e4", "a", 4)), outcome::duplicate);
     expect_outcome(h.deliver(conf::entry("b9", "b", 9)), outcome::processed);
     expect_calls(h.log, {"LedgerEntry/e5", "LedgerEntry/e6", "LedgerEntry/e7 (replayed)", "LedgerEntry/b9"});
+}
+
+// The largest number has no successor: once released, the expected number would overflow.
+BOOST_AUTO_TEST_CASE_TEMPLATE(numbers_up_to_one_below_the_largest_are_released_in_order, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, {}, conf::ledger_from(std::nullopt));
+    expect_outcome(h.deliver(conf::numbered("LedgerEntry", "top", "a", "9223372036854775806")), outcome::processed);
+    expect_outcome(h.deliver(conf::numbered("LedgerEntry", "below", "a", "9223372036854775805")), outcome::duplicate);
+    expect_outcome(h.deliver(conf::numbered("LedgerEntry", "again", "a", "9223372036854775806")), outcome::duplicate);
+    BOOST_TEST(h.log.size() == 1u);
+}
+
+// A first-seen context whose first listener fails keeps its start: the failed number, resent,
+// is released rather than counted below the number that came next.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_first_seen_start_outlives_its_failed_listener, Backend, backends) {
+    Backend b;
+    conf::harness<Backend> h(b, conf::fail_first("LedgerEntry", 1), conf::ledger_from(std::nullopt));
+    expect_outcome(h.deliver(conf::entry("e5", "a", 5)), outcome::failed);
+    BOOST_TEST(!b.has_claim({"LedgerEntry", "e5"}), "a resend retries it");
+    expect_outcome(h.deliver(conf::entry("e6", "a", 6)), outcome::buffered);
+    const auto resent = h.deliver(conf::entry("e5", "a", 5));
+    expect_outcome(resent, outcome::processed);
+    BOOST_TEST(resent.released == 1u);
+    expect_calls(h.log, {"LedgerEntry/e5", "LedgerEntry/e6 (replayed)"});
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_declared_first_number_is_waited_for, Backend, backends) {

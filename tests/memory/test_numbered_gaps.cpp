@@ -120,6 +120,20 @@ BOOST_AUTO_TEST_CASE(each_gap_timeout_is_counted_per_sequence_and_policy) {
     BOOST_TEST(skip.sink.size() + hold.sink.size() == 0u);
 }
 
+// Held gaps stay stalled: each run goes on where the last stopped, so every one is reached and
+// reported; a run that finds nothing more ends the round, and the next starts from the first.
+BOOST_AUTO_TEST_CASE(gap_timeout_runs_go_on_where_the_last_stopped) {
+    world w(ledger(gap_policy::hold));
+    for (const char* context : {"a", "b", "c"}) w.deliver(std::string(context) + "3", context, 3);
+    w.clock.advance(std::chrono::minutes(6));
+    for (int run = 0; run < 3; ++run) BOOST_TEST(w.inbox.run_gap_timeouts(1, 1) == 1u);
+    BOOST_TEST(w.inbox.run_gap_timeouts(1, 1) == 0u, "past the last: the next run starts from the first");
+    BOOST_TEST(w.inbox.run_gap_timeouts(1, 1) == 1u);
+    std::string contexts;
+    for (const auto& e : *w.logger.gaps) contexts += e.context;
+    BOOST_TEST(contexts == "abca");
+}
+
 BOOST_AUTO_TEST_CASE(missing_numbers_start_after_the_last_released_or_at_the_declared_first) {
     const numbered_progress fresh{std::nullopt, {3, 4, 8}};
     using range = std::pair<std::int64_t, std::int64_t>;

@@ -3,6 +3,7 @@
 // type resolved, filtered, its context id extracted) and rejected, or run unsequenced.
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,7 +49,7 @@ auto basic_inbox<Store, Source, ErrorSink, Policies>::classify(const envelope& r
     if (d.direct) return d;
     if (!context_id || context_id->empty()) return reject_without_context_id(batch, d);
     d.context_id = std::move(*context_id);
-    if (d.type->declaration->sequence_number && (!number || *number < 0))
+    if (d.type->declaration->sequence_number && (!number || *number < 0 || *number == std::numeric_limits<std::int64_t>::max()))
         return reject(batch, record, rejection::unclassifiable, no_number_reason(*d.type, number), qualified, d.idempotence_id);
     d.number = number;
     if (auto problem = unstorable(d); !problem.empty())
@@ -79,7 +80,10 @@ std::string basic_inbox<Store, Source, ErrorSink, Policies>::unstorable(const de
 
 template <class Store, class Source, class ErrorSink, class Policies>
 std::string basic_inbox<Store, Source, ErrorSink, Policies>::no_number_reason(const entry& type, std::optional<std::int64_t> number) {
-    const std::string what = number ? "returned the negative number " + std::to_string(*number) : std::string("returned none");
+    // The largest number has no successor: the number expected after it would overflow.
+    const std::string what = !number ? std::string("returned none")
+                             : *number < 0 ? "returned the negative number " + std::to_string(*number)
+                                           : "returned " + std::to_string(*number) + ", the largest 64-bit number (numbers go up to one below it)";
     return "no sequence number: the extractor of message type '" + detail::printable(type.qualified) + "' " + what;
 }
 

@@ -5,6 +5,7 @@
 // Members of basic_inbox, declared in seqinbox/inbox.hpp, which includes this header at its end.
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,14 +22,30 @@ std::size_t basic_inbox<Store, Source, ErrorSink, Policies>::run_gap_timeouts(st
     for (const auto& seq : catalog_.declared().sequences) {
         if (!seq.numbered() || !seq.numbering.gap_timeout) continue;
         const timestamp now = clock_.now();
-        scan_position after;
-        for (std::size_t page = 0; page < pages; ++page) {
+        scan_position after = gap_scan_start(seq.name);
+        bool reached_end = false;
+        for (std::size_t page = 0; page < pages && !reached_end; ++page) {
             const auto ids = store_->stalled_numbered(seq.name, now - *seq.numbering.gap_timeout, page_size, after);
             for (instance_id id : ids) timed_out += resolve_gap(id, seq, now) ? 1 : 0;
-            if (ids.size() < page_size) break;
+            reached_end = ids.size() < page_size;
         }
+        gap_scan_stop(seq.name, reached_end ? scan_position{} : after);
     }
     return timed_out;
+}
+
+/// Where this inbox's last run stopped in a sequence's stalled instances: held gaps stay stalled,
+/// so a run that started from the first each time would never reach those past its pages.
+template <class Store, class Source, class ErrorSink, class Policies>
+scan_position basic_inbox<Store, Source, ErrorSink, Policies>::gap_scan_start(const std::string& sequence) {
+    std::lock_guard lock(gap_scans_mutex_);
+    return gap_scans_[sequence];
+}
+
+template <class Store, class Source, class ErrorSink, class Policies>
+void basic_inbox<Store, Source, ErrorSink, Policies>::gap_scan_stop(const std::string& sequence, scan_position at) {
+    std::lock_guard lock(gap_scans_mutex_);
+    gap_scans_[sequence] = at;
 }
 
 /// Under the lock, the instance is looked at again: the gap may have been filled (or skipped by
@@ -63,7 +80,7 @@ bool basic_inbox<Store, Source, ErrorSink, Policies>::resolve_gap(instance_id id
 
 /// The gap before `first_waiting` timed out: hold reports it, skip gives its numbers up and
 /// releases what follows, dead-letter sends every WAITING message to the error sink (FAILED, its
-/// claim deleted: a resend retries) and expects the number after the highest of them.
+/// claim deleted) and gives their numbers up: the context expects the number after the highest.
 template <class Store, class Source, class ErrorSink, class Policies>
 void basic_inbox<Store, Source, ErrorSink, Policies>::apply_gap_policy(scope& s, locked_instance& locked,
                                                                        const sequence_declaration<message_type>& seq,

@@ -161,9 +161,11 @@ std::string basic_inbox<Store, Source, ErrorSink, Policies>::buffering_problem(c
 
 /// The listener threw on the direct path: FAILED, the claim gone (so that a resend retries),
 /// the error sink told. One delivery: FAILED in its own transaction, then the sink, then T1
-/// rolls back. In a batch: all in the batch's transaction, the sink after its commit.
+/// rolls back (or, keeping a first-seen start it recorded, deletes the claim and commits).
+/// In a batch: all in the batch's transaction, the sink after its commit.
 template <class Store, class Source, class ErrorSink, class Policies>
-void basic_inbox<Store, Source, ErrorSink, Policies>::fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault) {
+void basic_inbox<Store, Source, ErrorSink, Policies>::fail(scope& s, instance_id instance, const delivery& d, const listener_fault& fault,
+                                                            bool keep_start) {
     const std::string& reason = fault.reason;
     message_record row = row_for(instance, d, message_state::failed, clock_.now(), false);
     if (s.batch != nullptr) {
@@ -174,7 +176,14 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::fail(scope& s, instance_id
         warn_if_taken_over(store_->store_message(std::move(row)), d);
     }
     publish(s.batch, {d.record, reason, d.type->qualified, d.idempotence_id, d.context_id, fault.kind});
-    if (s.batch == nullptr) s.t1.rollback();
+    if (s.batch == nullptr && keep_start) {
+        // A first-seen context's start, recorded in T1, must outlive the failure: else the next
+        // number would start the context and this one, resent, would count as below it.
+        forget(s, s.t1, d.key());
+        s.t1.commit();
+    } else if (s.batch == nullptr) {
+        s.t1.rollback();
+    }
     decided(about(d, decision_kind::failed, reason));
 }
 

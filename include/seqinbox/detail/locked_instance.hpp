@@ -37,6 +37,7 @@ struct locked_instance {
     std::optional<std::size_t> stored_waiting{};  ///< counted once per lock, again after a release settled a stored row
     std::optional<std::int64_t> last_number{};  ///< numbered sequences: the highest number released, once read
     bool last_number_read = false;
+    bool started_here = false;  ///< a first-seen context's start was recorded in this transaction
 
     bool may_wait(const std::string& type) const { return std::ranges::find(waiting, type) != waiting.end(); }
 

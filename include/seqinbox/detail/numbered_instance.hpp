@@ -46,9 +46,10 @@ const char* number_duplicate(Transaction& t1, locked_instance<Transaction>& lock
     if (!expected) {
         t1.skip_numbers(locked.row.id, number - 1);
         locked.last_number = number - 1;
+        locked.started_here = true;
         return nullptr;
     }
-    if (number < *expected) return locked.last_number ? "its number was released already" : "its number is below the sequence's first number";
+    if (number < *expected) return locked.last_number ? "its number was released or given up already" : "its number is below the sequence's first number";
     if (number > *expected && waiting_number(t1, locked, number)) return "its number is WAITING already";
     return nullptr;
 }
