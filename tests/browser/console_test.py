@@ -58,8 +58,12 @@ try:
     driver.get(url)
     use_token(driver, write_token)
     check("role: write" in driver.find_element(By.ID, "role").text, "the write token does not give the write role")
-    waiting = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "#waiting tr.pick")))
-    check("o-1" in waiting.text, f"the waiting list does not show o-1: {waiting.text!r}")
+    # The list holds o-1 and the ledger account acct-1, longest waiting first: pick o-1's row.
+    WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "#waiting tr.pick")))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#waiting tr.pick")
+    picked = [r for r in rows if "o-1" in r.text]
+    check(picked, f"the waiting list does not show o-1: {[r.text for r in rows]!r}")
+    waiting = picked[0]
     waiting.click()
     row = WebDriverWait(driver, 20).until(ready.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=messages] tr[data-state=WAITING]")))
     check("OrderShipped" in row.text, f"the waiting message is not OrderShipped: {row.text!r}")

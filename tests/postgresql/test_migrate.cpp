@@ -184,9 +184,10 @@ BOOST_AUTO_TEST_CASE(the_store_functions_of_the_previous_version_still_store_row
     const std::string store_one = "SELECT seqinbox_store_message(" + instance +
                                   ", 'OrderCreated', :id, 'PROCESSED', now(), now(), false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '')";
     std::string outcome;
-    s << store_one, soci::use(std::string("before")), soci::into(outcome);
+    const std::string before = "before", after = "after";  // named: SOCI reads a bound value at the statement's end
+    s << store_one, soci::use(before), soci::into(outcome);
     pg::migrate(conninfo);
-    s << store_one, soci::use(std::string("after")), soci::into(outcome);
+    s << store_one, soci::use(after), soci::into(outcome);
     BOOST_TEST(outcome == "INSERTED");
     s << "SELECT seqinbox_store_messages(ARRAY[CAST(" + instance + " AS bigint)], ARRAY['OrderCreated'], ARRAY['many'], ARRAY['PROCESSED'],"
          " ARRAY[CAST(0 AS bigint)], ARRAY[CAST(0 AS bigint)], ARRAY[false], ARRAY[CAST(NULL AS text)], ARRAY[CAST(NULL AS text)],"
