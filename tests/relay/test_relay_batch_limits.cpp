@@ -28,11 +28,11 @@ namespace {
 /// the default limits (20,000 failed with "out of shared memory" at some attempts, not all).
 constexpr long long backlog = 40000;
 
-/// What the store allows one batch of the relay (1 consumer thread: a pool of 1 x 2 + 4 = 6
-/// connections, two of them the jobs') with the server's defaults: its share of the 6,400-entry
-/// lock table, 6400 / (2 x 6) = 533, less 64 for relations, one entry per record (listeners do
+/// What the store allows one batch of the relay (1 consumer thread: a pool of 1 x 2 + 6 = 8
+/// connections, four of them the jobs') with the server's defaults: its share of the 6,400-entry
+/// lock table, 6400 / (2 x 8) = 400, less 64 for relations, one entry per record (listeners do
 /// not join).
-constexpr long long clamped = 6400 / (2 * 6) - 64;
+constexpr long long clamped = 6400 / (2 * 8) - 64;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_batch_size_beyond_the_lock_table_is_clamped_and_a_large_b
     const std::string log = relay.log();
     BOOST_TEST(contains(log, "batch size 50000 is more than PostgreSQL's lock table lets one transaction hold (6400 entries "
                              "(max_locks_per_transaction 64 x (max_connections 100 + max_prepared_transactions 0)), half of them for the "
-                             "relay's 6 connections): batches of " +
+                             "relay's 8 connections): batches of " +
                                  std::to_string(clamped) + " records"),
                log);
     BOOST_TEST(contains(log, "batches of up to " + std::to_string(clamped) + " records"), log);

@@ -176,9 +176,10 @@ void basic_inbox<Store, Source, ErrorSink, Policies>::fail(scope& s, instance_id
         warn_if_taken_over(store_->store_message(std::move(row)), d);
     }
     publish(s.batch, {d.record, reason, d.type->qualified, d.idempotence_id, d.context_id, fault.kind});
-    if (s.batch == nullptr && keep_start) {
+    if (s.batch == nullptr && keep_start && !s.joined()) {
         // A first-seen context's start, recorded in T1, must outlive the failure: else the next
-        // number would start the context and this one, resent, would count as below it.
+        // number would start the context and this one, resent, would count as below it. Not
+        // under `required`: the failed listener's writes are in T1, which must roll back.
         forget(s, s.t1, d.key());
         s.t1.commit();
     } else if (s.batch == nullptr) {

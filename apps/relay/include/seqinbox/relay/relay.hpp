@@ -8,7 +8,7 @@
 // /metrics, /healthz, the operator API and the web console (seqinbox/relay/operator_api.hpp) on
 // one HTTP port, on the loopback interface unless told otherwise, and runs the pending-action
 // and housekeeping jobs on schedule, each on a thread of its own (an action does not wait for a
-// housekeeping run). Connections: a pool of `consumer_threads` x 2 + 4 for the consumer threads
+// housekeeping run). Connections: a pool of `consumer_threads` x 2 + 6 for the consumer threads
 // and the jobs, and one of 5 for the operator API and /metrics.
 //
 // Guarantees are the inbox's (docs/guarantees.md) with the publisher as the listener: a record reaches the
